@@ -1,0 +1,68 @@
+# sim2real: set-up, tests, demo and benchmarks on a fresh Debian 12 machine.
+#   make demo    the main job on the embedded default (PyBullet sim vs the reality stand-in)
+#   make test    every test: pytest (libraries), C++ tests, rostest integration tests
+#   make bench   performance figures into bench/results/*.json
+# Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+VENV     := $(ROOT)/.venv
+WS       := $(ROOT)/build/ws
+PACKAGES := realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers
+APT_PACKAGES := $(shell grep -vE '^\s*(\#|$$)' $(ROOT)/apt-packages.txt)
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+RUN      := source $(ROOT)/env.sh &&
+
+.PHONY: help setup apt venv workspace test test-unit test-ros demo bench clean
+
+help:
+	@echo "make demo | make test | make bench | make setup | make clean"
+
+setup: apt venv workspace
+
+# Debian packages: ROS 1 (ros_comm from Debian), build tools. Installs only what is missing.
+apt:
+	@missing=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(APT_PACKAGES) 2>/dev/null \
+	  | awk '$$1=="ii"{print $$2}' | sort | comm -13 - <(printf '%s\n' $(APT_PACKAGES) | sort)); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing $$missing"; \
+	  $(SUDO) apt-get update -q; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+# Python venv from Debian's interpreter so rospy (Debian) and torch (pip) import together.
+venv: $(VENV)/.requirements.stamp
+$(VENV)/.requirements.stamp: requirements.txt
+	mkdir -p $(ROOT)/build
+	[ -x $(VENV)/bin/python ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q -r requirements.txt > $(ROOT)/build/pip.log 2>&1 \
+	  || { tail -n 30 $(ROOT)/build/pip.log; exit 1; }
+	touch $@
+
+# catkin stops at the root package.xml: the workspace's src/ holds the metapackage (links to the
+# root's package.xml, CMakeLists.txt and launch/; a link to the root itself would contain the
+# workspace, a loop rospack refuses) and a link to each package folder (see README).
+workspace: venv
+	mkdir -p $(WS)/src/sim2real
+	[ ! -L $(WS)/src/sim2real ] || rm $(WS)/src/sim2real
+	for f in package.xml CMakeLists.txt launch; do ln -sfn $(ROOT)/$$f $(WS)/src/sim2real/$$f; done
+	for p in $(PACKAGES); do ln -sfn $(ROOT)/$$p $(WS)/src/$$p; done
+	source $(VENV)/bin/activate && cd $(WS) && \
+	  catkin_make -DPYTHON_EXECUTABLE=$(VENV)/bin/python -DCMAKE_BUILD_TYPE=Release \
+	    -DCATKIN_ENABLE_TESTING=ON > $(ROOT)/build/catkin_make.log 2>&1 \
+	  || { tail -n 40 $(ROOT)/build/catkin_make.log; exit 1; }
+	@echo "workspace: built $(WS) (log: build/catkin_make.log)"
+
+test: setup
+	$(RUN) bash $(ROOT)/tools/run_tests.sh
+
+demo: setup
+	$(RUN) bash $(ROOT)/tools/demo.sh
+
+bench: setup
+	$(RUN) python $(ROOT)/bench/run_bench.py --out $(ROOT)/bench/results
+
+clean:
+	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

@@ -1,0 +1,1 @@
+"""Realeasy: sim-to-real data path and residual learning for the Franka Emika Panda."""

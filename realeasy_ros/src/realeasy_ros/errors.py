@@ -1,0 +1,17 @@
+"""Exceptions with messages meant for a person: the tools print them as one line and exit."""
+
+
+class Sim2RealError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(Sim2RealError):
+    """A configuration or model file is missing, unreadable or does not follow its schema."""
+
+
+class TrajectoryRejected(Sim2RealError):
+    """A commanded trajectory is unusable (names, sizes, NaN, limits, timing)."""
+
+
+class BagError(Sim2RealError):
+    """A bag is missing, corrupt, truncated, or lacks the topics a tool needs."""

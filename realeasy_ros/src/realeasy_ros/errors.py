@@ -2,7 +2,11 @@
 
 
 class Sim2RealError(Exception):
-    """Base of every error this package raises on purpose."""
+    """Base of every error this package raises on purpose; its message is always one line
+    (parsers' multi-line messages are folded)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
 
 
 class ConfigError(Sim2RealError):

@@ -73,6 +73,11 @@ class SimulatedRobot:
     def label(self) -> str:
         return self.config.label
 
+    @property
+    def publish_due(self) -> bool:
+        """True on the physics steps at which the robot publishes its joint state."""
+        return self._steps % self.config.steps_per_publish == 0
+
     def reset(self, q: np.ndarray, t: float = 0.0) -> None:
         """Put the robot at rest at ``q`` (statically deflected if elastic), holding ``q``."""
         q = np.asarray(q, dtype=float)

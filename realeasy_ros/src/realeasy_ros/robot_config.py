@@ -119,11 +119,26 @@ class RobotConfig:
         reader = _Reader(raw, source)
         return reader.config()
 
-    def replace(self, **changes: Any) -> "RobotConfig":
-        """A copy with some fields changed (e.g. ``urdf`` from a node parameter)."""
+    def with_overrides(self, publish_rate: Optional[float] = None, seed: Optional[int] = None,
+                       urdf: Optional[str] = None) -> "RobotConfig":
+        """A copy with run-time overrides (node parameters, tool options), checked like a file's."""
         values = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        values.update(changes)
+        if publish_rate is not None:
+            check_rates(self.physics_rate, float(publish_rate), self.source)
+            values["publish_rate"] = float(publish_rate)
+        if seed is not None:
+            values["seed"] = int(seed)
+        if urdf:
+            values["urdf"] = urdf
         return RobotConfig(**values)
+
+
+def check_rates(physics_rate: float, publish_rate: float, source: str) -> None:
+    """The publish rate must be positive and divide the physics rate."""
+    ratio = physics_rate / publish_rate if publish_rate > 0 else 0.0
+    if publish_rate <= 0 or publish_rate > physics_rate or abs(ratio - round(ratio)) > 1e-9:
+        raise ConfigError(f"robot config {source}: publish rate {publish_rate} Hz must divide "
+                          f"the physics rate {physics_rate} Hz")
 
 
 class _Reader:
@@ -181,8 +196,7 @@ class _Reader:
             raise self.fail("engine", f"must be one of {ENGINES}, got {engine!r}")
         physics_rate = self.number(raw, "physics_rate", minimum=1.0)
         publish_rate = self.number(raw, "publish_rate", minimum=1.0)
-        if publish_rate > physics_rate or abs(physics_rate / publish_rate - round(physics_rate / publish_rate)) > 1e-9:
-            raise self.fail("publish_rate", "must divide physics_rate")
+        check_rates(physics_rate, publish_rate, self.source)
         urdf = raw.get("urdf")
         if urdf is not None and not isinstance(urdf, str):
             raise self.fail("urdf", "must be a path or null")

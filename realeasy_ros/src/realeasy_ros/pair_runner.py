@@ -1,0 +1,82 @@
+"""The pair runner over ROS: sends each generated trajectory to both robots with the same start
+stamp, marks it on ``/pairs/event``, and waits until both robots have reported past its end
+(a lagging stand-in is waited for, so the pairs stay complete). Same bag layout as
+:mod:`realeasy_ros.pairs`; ``rosbag record`` in ``record_pairs.launch`` writes it.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Optional, Sequence
+
+import numpy as np
+import rospy
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from realeasy_ros.limits import JointLimits
+from realeasy_ros.msg import PairEvent
+from realeasy_ros.pairs import COMMAND, EVENTS, JOINT_STATES, REAL_NS, SIM_NS, pair_event, topic
+from realeasy_ros.ros_conversions import joint_trajectory_msg, measurement_from_msg
+from realeasy_ros.trajectory_generation import TrajectoryGenerator
+
+
+class PairRunner:
+    def __init__(self, generator: TrajectoryGenerator, limits: JointLimits, kinds: Sequence[str],
+                 lead_time: float) -> None:
+        self.generator = generator
+        self.limits = limits
+        self.kinds = tuple(kinds)
+        self.lead_time = lead_time
+        self._latest: dict[str, Optional[float]] = {SIM_NS: None, REAL_NS: None}
+        self._sim_position: Optional[np.ndarray] = None
+        self._cond = threading.Condition()
+        self._commands = {ns: rospy.Publisher(topic(ns, COMMAND), JointTrajectory, queue_size=2)
+                          for ns in (SIM_NS, REAL_NS)}
+        self._events = rospy.Publisher(EVENTS, PairEvent, queue_size=10, latch=True)
+        self._subs = [rospy.Subscriber(topic(ns, JOINT_STATES), JointState, self._on_state,
+                                       callback_args=ns, queue_size=20) for ns in (SIM_NS, REAL_NS)]
+
+    def _on_state(self, msg: JointState, namespace: str) -> None:
+        with self._cond:
+            self._latest[namespace] = msg.header.stamp.to_sec()
+            if namespace == SIM_NS:
+                try:
+                    self._sim_position = measurement_from_msg(msg, self.limits.joint_names).position
+                except (KeyError, IndexError, ValueError):
+                    rospy.logerr_throttle(1.0, "pair_runner: /sim/joint_states lacks Panda joints")
+            self._cond.notify_all()
+
+    def _wait_until(self, stamp: float) -> bool:
+        """Block until both robots have published a state stamped at or after ``stamp``."""
+        with self._cond:
+            while not rospy.is_shutdown():
+                latest = self._latest.values()
+                if all(t is not None and t >= stamp for t in latest):
+                    return True
+                self._cond.wait(0.1)
+        return False
+
+    def run(self, count: int) -> int:
+        """Run ``count`` pairs; returns how many completed."""
+        if not self._wait_until(0.0):
+            return 0
+        rospy.sleep(0.5)  # let the robots' subscribers connect to the command topics
+        start_q = self._sim_position.copy()
+        for trajectory_id in range(count):
+            move = self.generator.next(start_q, self.kinds)
+            start = max(t for t in self._latest.values()) + self.lead_time
+            planned = move.trajectory.at(start)
+            msg = joint_trajectory_msg(planned, self.limits.joint_names)
+            for publisher in self._commands.values():
+                publisher.publish(msg)
+            self._events.publish(pair_event(trajectory_id, move.kind, PairEvent.START, start,
+                                            planned.duration))
+            end = start + planned.duration
+            if not self._wait_until(end):
+                return trajectory_id
+            self._events.publish(pair_event(trajectory_id, move.kind, PairEvent.END, end,
+                                            planned.duration))
+            start_q = planned.positions[-1]
+            rospy.loginfo("pair_runner: trajectory %d/%d (%s, %.1f s) done", trajectory_id + 1,
+                          count, move.kind, planned.duration)
+        return count

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""rostest: the pair runner executes trajectories on both robots; `rosbag record` holds both
+streams with matching trajectory ids."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import rospy
+import rostest
+
+from realeasy_ros.limits import JointLimits
+from realeasy_ros.msg import PairEvent
+from realeasy_ros.pair_bag import read_pairs
+
+TOPICS = ["/sim/joint_states", "/real/joint_states", "/sim/joint_trajectory_controller/command",
+          "/real/joint_trajectory_controller/command", "/pairs/event", "/real/label"]
+
+
+class RecordPairs(unittest.TestCase):
+    def test_bag_holds_both_streams_with_matching_ids(self):
+        rospy.init_node("test_record_pairs")
+        ends = []
+        lock = threading.Lock()
+
+        def on_event(msg):
+            if msg.event == PairEvent.END:
+                with lock:
+                    ends.append(msg.trajectory_id)
+
+        rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
+        folder = tempfile.mkdtemp(prefix="realeasy_rostest_")
+        bag = os.path.join(folder, "pairs.bag")
+        recorder = subprocess.Popen(["rosbag", "record", "-O", bag, *TOPICS],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 200
+            while time.monotonic() < deadline and len(ends) < 2:
+                time.sleep(0.1)
+            self.assertEqual(sorted(ends), [0, 1], "the runner did not finish two pairs")
+            time.sleep(1.0)
+        finally:
+            recorder.send_signal(signal.SIGINT)
+            recorder.wait(timeout=30)
+        recording = read_pairs(bag, JointLimits.from_yaml().joint_names)
+        self.assertEqual([p.trajectory_id for p in recording.pairs], [0, 1])
+        self.assertEqual(recording.label, "reality stand-in")
+        for pair in recording.pairs:
+            self.assertIn(pair.kind, ("single", "multi"))
+            for stream in (pair.sim, pair.real):
+                self.assertGreater(len(stream.t), 0.9 * (pair.end - pair.start) * 100)
+                self.assertGreaterEqual(stream.t[0], pair.start - 1e-6)
+                self.assertLessEqual(stream.t[-1], pair.end + 1e-6)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("realeasy_ros", "record_pairs", RecordPairs, sys.argv)

@@ -22,11 +22,12 @@ from realeasy_ros.trajectory_generation import TrajectoryGenerator
 
 class PairRunner:
     def __init__(self, generator: TrajectoryGenerator, limits: JointLimits, kinds: Sequence[str],
-                 lead_time: float) -> None:
+                 lead_time: float, settle_time: float = 2.0) -> None:
         self.generator = generator
         self.limits = limits
         self.kinds = tuple(kinds)
         self.lead_time = lead_time
+        self.settle_time = settle_time
         self._latest: dict[str, Optional[float]] = {SIM_NS: None, REAL_NS: None}
         self._sim_position: Optional[np.ndarray] = None
         self._cond = threading.Condition()
@@ -60,7 +61,9 @@ class PairRunner:
         """Run ``count`` pairs; returns how many completed."""
         if not self._wait_until(0.0):
             return 0
-        rospy.sleep(0.5)  # let the robots' subscribers connect to the command topics
+        # let the robots settle at rest (and their subscribers connect to the command topics)
+        if not self._wait_until(max(self._latest.values()) + self.settle_time):
+            return 0
         start_q = self._sim_position.copy()
         for trajectory_id in range(count):
             move = self.generator.next(start_q, self.kinds)

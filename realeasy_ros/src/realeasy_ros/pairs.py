@@ -85,13 +85,15 @@ class CollectionSummary:
 
 def collect_pairs(sim: SimulatedRobot, real: SimulatedRobot, generator: TrajectoryGenerator,
                   count: int, kinds: Sequence[str], writer: PairBagWriter,
-                  lead_time: float = 0.05,
+                  lead_time: float = 0.05, settle_time: float = 2.0,
                   progress: Optional[Callable[[int], None]] = None) -> CollectionSummary:
     """Execute ``count`` generated trajectories on both robots from the same start, stepping them
     in lock-step, and record every published state, command and start/end event.
 
     Each trajectory starts ``lead_time`` after the previous one ended (both robots at rest) from
-    the previous planned end configuration; the first starts at the robots' home pose.
+    the previous planned end configuration; the first starts at the robots' home pose after
+    ``settle_time`` seconds of holding it (the simulator's PID needs its integral to carry the
+    gravity load), so that every trajectory begins with both robots at rest.
     """
     if abs(sim.dt - real.dt) > 1e-12:
         raise ValueError("both robots must run at the same physics rate for lock-step collection")
@@ -99,6 +101,15 @@ def collect_pairs(sim: SimulatedRobot, real: SimulatedRobot, generator: Trajecto
     start_q = np.asarray(sim.executor.reference(sim.t)[0])
     counts: dict[str, int] = {}
     t_begin = sim.t
+
+    def run_until(until: float) -> None:
+        while sim.t < until - 0.5 * sim.dt:
+            for namespace, robot in robots:
+                robot.step()
+                if robot.publish_due:
+                    writer.joint_state(namespace, robot.measure())
+
+    run_until(sim.t + settle_time)
     for trajectory_id in range(count):
         move = generator.next(start_q, kinds)
         start = sim.t + lead_time
@@ -108,11 +119,7 @@ def collect_pairs(sim: SimulatedRobot, real: SimulatedRobot, generator: Trajecto
             writer.command(namespace, planned, sim.t)
         writer.event(pair_event(trajectory_id, move.kind, PairEvent.START, start, planned.duration), start)
         end = start + planned.duration
-        while sim.t < end - 0.5 * sim.dt:
-            for namespace, robot in robots:
-                robot.step()
-                if robot.publish_due:
-                    writer.joint_state(namespace, robot.measure())
+        run_until(end)
         writer.event(pair_event(trajectory_id, move.kind, PairEvent.END, end, planned.duration), end)
         start_q = planned.positions[-1]
         counts[move.kind] = counts.get(move.kind, 0) + 1

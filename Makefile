@@ -4,7 +4,7 @@
 #   make bench   performance figures into bench/results/*.json
 # Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
 SHELL := /bin/bash
-.SHELLFLAGS := -eu -o pipefail -c
+.SHELLFLAGS := -e -o pipefail -c
 .DEFAULT_GOAL := help
 
 ROOT     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))

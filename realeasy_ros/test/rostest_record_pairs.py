@@ -35,8 +35,10 @@ class RecordPairs(unittest.TestCase):
         rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
         folder = tempfile.mkdtemp(prefix="realeasy_rostest_")
         bag = os.path.join(folder, "pairs.bag")
+        # own process group: SIGINT must reach the C++ recorder behind the `rosbag` wrapper
         recorder = subprocess.Popen(["rosbag", "record", "-O", bag, *TOPICS],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
         try:
             deadline = time.monotonic() + 200
             while time.monotonic() < deadline and len(ends) < 2:
@@ -44,7 +46,7 @@ class RecordPairs(unittest.TestCase):
             self.assertEqual(sorted(ends), [0, 1], "the runner did not finish two pairs")
             time.sleep(1.0)
         finally:
-            recorder.send_signal(signal.SIGINT)
+            os.killpg(recorder.pid, signal.SIGINT)
             recorder.wait(timeout=30)
         recording = read_pairs(bag, JointLimits.from_yaml().joint_names)
         self.assertEqual([p.trajectory_id for p in recording.pairs], [0, 1])

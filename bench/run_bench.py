@@ -1,0 +1,93 @@
+"""make bench: performance figures of the foundation (issue 2), written to bench/results/*.json.
+
+* robot_speed: simulated seconds per wall second of each robot (1 kHz physics, joint states at
+  100 Hz serialised as sensor_msgs/JointState, as the node publishes them), measured in the same
+  run, with the stand-in/simulator ratio. Target: at least 5x real time each.
+* collect_100: wall time to collect 100 real/sim pairs with `collect` (both robots, rosbag).
+The machine is shared and noisy: each figure is the best of --repeats runs.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import tempfile
+import time
+
+from realeasy_ros.collection import CollectionRequest, run_collection
+from realeasy_ros.limits import JointLimits
+from realeasy_ros.robot import SimulatedRobot
+from realeasy_ros.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
+from realeasy_ros.ros_conversions import joint_state_msg
+from realeasy_ros.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+
+
+def robot_speed(config_file: str, limits: JointLimits, seconds: float, repeats: int) -> float:
+    """Best simulated-seconds-per-wall-second while executing generated moves."""
+    best = 0.0
+    for r in range(repeats):
+        robot = SimulatedRobot(RobotConfig.from_yaml(config_file), limits)
+        generator = TrajectoryGenerator(limits, GeneratorSettings(), seed=r)
+        buffer = io.BytesIO()
+        start_q = limits.home
+        wall = time.perf_counter()
+        while robot.t < seconds:
+            move = generator.next(start_q, ("single", "multi"))
+            planned = robot.command(move.trajectory)
+            start_q = planned.positions[-1]
+            end = min(planned.start + planned.duration, seconds)
+            while robot.t < end - 0.5 * robot.dt:
+                robot.step()
+                if robot.publish_due:
+                    buffer.seek(0)
+                    joint_state_msg(robot.measure(), limits.joint_names).serialize(buffer)
+        wall = time.perf_counter() - wall
+        best = max(best, robot.t / wall)
+        robot.close()
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=30.0, help="simulated seconds per speed run")
+    parser.add_argument("--pairs", type=int, default=100)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    limits = JointLimits.from_yaml()
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
+
+    sim = robot_speed(SIM_CONFIG_FILE, limits, args.seconds, args.repeats)
+    real = robot_speed(REALITY_CONFIG_FILE, limits, args.seconds, args.repeats)
+    speed = {"benchmark": "robot_speed", "physics_rate_hz": 1000, "publish_rate_hz": 100,
+             "simulator_real_time_factor": sim, "stand_in_real_time_factor": real,
+             "stand_in_over_simulator": real / sim, "target_real_time_factor": 5.0,
+             "meets_target": bool(min(sim, real) >= 5.0), "repeats": args.repeats, "machine": machine}
+    with open(os.path.join(args.out, "robot_speed.json"), "w") as f:
+        json.dump(speed, f, indent=2)
+
+    with tempfile.TemporaryDirectory() as folder:
+        result = run_collection(CollectionRequest(out=os.path.join(folder, "pairs.bag"),
+                                                  trajectories=args.pairs, seed=0,
+                                                  show_progress=False), limits)
+        bag_mb = os.path.getsize(os.path.join(folder, "pairs.bag")) / 1e6
+    f = result.figures
+    collect = {"benchmark": "collect_pairs", "pairs": args.pairs, "wall_seconds": f["wall_seconds"],
+               "simulated_seconds": f["simulated_seconds"], "real_time_factor": f["real_time_factor"],
+               "kinds": f["kinds"], "bag_megabytes": bag_mb, "label": f["label"], "machine": machine}
+    with open(os.path.join(args.out, "collect_pairs.json"), "w") as fh:
+        json.dump(collect, fh, indent=2)
+
+    print(f"{'benchmark':34s} {'figure':>12s}")
+    print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")
+    print(f"{'stand-in (MuJoCo) x real time':34s} {real:12.1f}")
+    print(f"{'stand-in / simulator':34s} {real / sim:12.2f}")
+    print(f"{'collect %d pairs, wall s' % args.pairs:34s} {f['wall_seconds']:12.1f}")
+    print(f"{'collect, x real time (both robots)':34s} {f['real_time_factor']:12.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-import yaml
-
 from realeasy_ros.errors import ConfigError
+from realeasy_ros.yaml_files import read_yaml
 
 PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIG_DIR = os.path.join(PACKAGE_DIR, "config")
@@ -34,11 +33,7 @@ class JointLimits:
     @classmethod
     def from_yaml(cls, path: Optional[str] = None) -> "JointLimits":
         path = path or DEFAULT_LIMITS_FILE
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read joint limits {path}: {exc}") from exc
+        raw = read_yaml(path, "joint limits")
         try:
             names = tuple(str(n) for n in raw["joint_names"])
             arrays = {k: np.asarray(raw[k], dtype=float) for k in

@@ -40,6 +40,10 @@ class JointMeasurement:
     velocity: np.ndarray
     effort: np.ndarray
 
+    def is_finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.position)) and np.all(np.isfinite(self.velocity))
+                    and np.all(np.isfinite(self.effort)))
+
 
 class SimulatedRobot:
     """A Panda in a physics engine, configured as the simulator or as the reality stand-in."""

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
-import yaml
-
 from realeasy_ros.errors import ConfigError
 from realeasy_ros.limits import CONFIG_DIR
+from realeasy_ros.yaml_files import read_yaml
 
 DOF = 7
 SIM_CONFIG_FILE = os.path.join(CONFIG_DIR, "sim", "panda_sim.yaml")
@@ -105,14 +104,7 @@ class RobotConfig:
 
     @classmethod
     def from_yaml(cls, path: str) -> "RobotConfig":
-        if not os.path.isfile(path):
-            raise ConfigError(f"robot config not found: {path}")
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"robot config {path} is not valid YAML: {exc}") from exc
-        return cls.from_dict(raw, source=path)
+        return cls.from_dict(read_yaml(path, "robot config"), source=path)
 
     @classmethod
     def from_dict(cls, raw: Any, source: str = "<memory>") -> "RobotConfig":

@@ -74,8 +74,13 @@ class RobotNode:
             with self._lock:
                 robot.step()
                 measurement = robot.measure() if robot.publish_due else None
-            if measurement is not None:
-                self._states.publish(joint_state_msg(measurement, names))
+            if measurement is None:
+                continue
+            if not measurement.is_finite():
+                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: the physics produced NaN/Inf; "
+                                           "joint state not published")
+                continue
+            self._states.publish(joint_state_msg(measurement, names))
 
     def spin(self) -> None:
         if self.publish_clock:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
-import yaml
 
 from realeasy_ros.errors import ConfigError
+from realeasy_ros.yaml_files import read_yaml
 from realeasy_ros.limits import CONFIG_DIR, JointLimits
 from realeasy_ros.trajectory import PlannedTrajectory
 
@@ -95,11 +95,7 @@ class GeneratorSettings:
     def from_yaml(cls, path: Optional[str] = None) -> "GeneratorSettings":
         """Read a mapping of (optional) settings; unknown keys raise ConfigError."""
         path = path or DEFAULT_SETTINGS_FILE
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read trajectory settings {path}: {exc}") from exc
+        raw = read_yaml(path, "trajectory settings")
         raw = {} if raw is None else raw
         if not isinstance(raw, dict):
             raise ConfigError(f"trajectory settings {path}: expected a mapping")

@@ -35,8 +35,9 @@ class RecordPairs(unittest.TestCase):
         rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
         folder = tempfile.mkdtemp(prefix="realeasy_rostest_")
         bag = os.path.join(folder, "pairs.bag")
-        # own process group: SIGINT must reach the C++ recorder behind the `rosbag` wrapper
-        recorder = subprocess.Popen(["rosbag", "record", "-O", bag, *TOPICS],
+        # `rosrun` execs the C++ recorder itself (the `rosbag` wrapper would exit on SIGINT before
+        # the recorder has closed the bag), in its own process group
+        recorder = subprocess.Popen(["rosrun", "rosbag", "record", "-O", bag, *TOPICS],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
         try:

@@ -1,5 +1,4 @@
 """Robot configuration and URDF loading: defaults load, bad files give one clear error."""
-import numpy as np
 import pytest
 import yaml
 

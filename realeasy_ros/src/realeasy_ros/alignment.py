@@ -16,8 +16,9 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from realeasy_ros.pair_bag import Stream, TrajectoryPair
+from realeasy_ros.trajectory_generation import GeneratorSettings
 
-REST_BEFORE = 0.5        # [s] the robots rest this long after a trajectory's planned start
+REST_BEFORE = GeneratorSettings.rest_before  # [s] rest after a planned start (generator default)
 MIN_REST_SAMPLES = 5     # fewer rest samples give no usable confidence band
 MIN_GRID_SAMPLES = 10    # an aligned pair shorter than this is useless
 

@@ -11,9 +11,8 @@ from realeasy_ros.limits import JointLimits
 from realeasy_ros.pairs import CollectionSummary, PairBagWriter, collect_pairs
 from realeasy_ros.robot import SimulatedRobot
 from realeasy_ros.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
-from realeasy_ros.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+from realeasy_ros.trajectory_generation import KINDS, GeneratorSettings, TrajectoryGenerator
 
-KINDS = ("single", "multi", "cartesian")
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from realeasy_ros.errors import BagError, ConfigError
 from realeasy_ros.limits import JointLimits
 from realeasy_ros.normalisation import JointLimitScaler
 from realeasy_ros.pair_bag import PairRecording
+from realeasy_ros.trajectory_generation import KINDS
 
-JOINT_KINDS = ("single", "multi")
 CARTESIAN = "cartesian"
-DATA_KINDS = JOINT_KINDS + (CARTESIAN,)
+DATA_KINDS = KINDS
+JOINT_KINDS = tuple(k for k in KINDS if k != CARTESIAN)
 SPLITS = ("train", "validation", "test", CARTESIAN)
 FRACTIONS = (0.80, 0.15, 0.05)   # train, validation, test (paper 000 §V)
 SCALER_PREFIX = "scaler_"

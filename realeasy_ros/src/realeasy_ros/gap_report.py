@@ -11,8 +11,9 @@ import numpy as np
 from realeasy_ros.alignment import AlignedPair, Progress, SkippedPair, align_all
 from realeasy_ros.errors import BagError
 from realeasy_ros.pair_bag import DEFAULT_LABEL, PairRecording
+from realeasy_ros.trajectory_generation import KINDS
 
-COMPARED_KINDS = ("single", "multi", "cartesian")
+COMPARED_KINDS = KINDS
 _ROWS = (("position", "position_mse", "rad^2"),
          ("velocity", "velocity_mse", "(rad/s)^2"),
          ("torque", "torque_mse", "(N m)^2"))

@@ -23,15 +23,13 @@ import genpy
 import numpy as np
 import rosbag
 
+from realeasy_ros.bag_layout import DEFAULT_LABEL, EVENTS, JOINT_STATES, LABEL, REAL_NS, SIM_NS, topic
 from realeasy_ros.errors import BagError
 from realeasy_ros.ros_conversions import measurement_from_msg
 
-SIM_JOINT_STATES = "/sim/joint_states"
-REAL_JOINT_STATES = "/real/joint_states"
-EVENTS = "/pairs/event"
-LABEL = "/real/label"
+SIM_JOINT_STATES = topic(SIM_NS, JOINT_STATES)
+REAL_JOINT_STATES = topic(REAL_NS, JOINT_STATES)
 REQUIRED_TOPICS = (SIM_JOINT_STATES, REAL_JOINT_STATES, EVENTS)
-DEFAULT_LABEL = "reality stand-in"
 
 # PairEvent.event values (see msg/PairEvent.msg)
 _START, _END = 0, 1
@@ -173,15 +171,15 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
                 raise BagError(f"bag {path} lacks the topic(s) {', '.join(missing)}; "
                                f"is it a pair recording?")
             wanted = list(REQUIRED_TOPICS) + ([LABEL] if LABEL in topics else [])
-            for topic, msg, _ in bag.read_messages(topics=wanted):
-                if topic == SIM_JOINT_STATES:
+            for name, msg, _ in bag.read_messages(topics=wanted):
+                if name == SIM_JOINT_STATES:
                     sim.add(msg)
-                elif topic == REAL_JOINT_STATES:
+                elif name == REAL_JOINT_STATES:
                     real.add(msg)
-                elif topic == EVENTS:
+                elif name == EVENTS:
                     events.setdefault(int(msg.trajectory_id), {}).setdefault(
                         int(msg.event), (msg.header.stamp.to_sec(), str(msg.kind)))
-                elif topic == LABEL and bag_label is None:
+                elif name == LABEL and bag_label is None:
                     bag_label = str(msg.data).strip() or None
     except rosbag.ROSBagUnindexedException as exc:
         raise BagError(f"bag {path} has no index, it looks truncated (recording interrupted?); "

@@ -15,7 +15,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from realeasy_ros.limits import JointLimits
 from realeasy_ros.msg import PairEvent
-from realeasy_ros.pairs import COMMAND, EVENTS, JOINT_STATES, REAL_NS, SIM_NS, pair_event, topic
+from realeasy_ros.bag_layout import COMMAND, EVENTS, JOINT_STATES, REAL_NS, SIM_NS, topic
+from realeasy_ros.pairs import pair_event
 from realeasy_ros.ros_conversions import joint_trajectory_msg, measurement_from_msg
 from realeasy_ros.trajectory_generation import TrajectoryGenerator
 

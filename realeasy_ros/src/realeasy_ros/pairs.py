@@ -19,22 +19,13 @@ import numpy as np
 import rosbag
 from std_msgs.msg import String
 
+from realeasy_ros.bag_layout import COMMAND, EVENTS, JOINT_STATES, LABEL, REAL_NS, SIM_NS, topic
 from realeasy_ros.msg import PairEvent
 from realeasy_ros.robot import JointMeasurement, SimulatedRobot
 from realeasy_ros.ros_conversions import joint_state_msg, joint_trajectory_msg, to_time
 from realeasy_ros.trajectory import PlannedTrajectory
 from realeasy_ros.trajectory_generation import TrajectoryGenerator
 
-SIM_NS = "/sim"
-REAL_NS = "/real"
-JOINT_STATES = "joint_states"
-COMMAND = "joint_trajectory_controller/command"
-EVENTS = "/pairs/event"
-LABEL = "/real/label"
-
-
-def topic(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}"
 
 
 def pair_event(trajectory_id: int, kind: str, event: int, stamp: float, duration: float) -> PairEvent:

@@ -25,7 +25,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from realeasy_ros.errors import Sim2RealError
 from realeasy_ros.limits import JointLimits
-from realeasy_ros.pairs import COMMAND, JOINT_STATES
+from realeasy_ros.bag_layout import COMMAND, JOINT_STATES
 from realeasy_ros.robot import SimulatedRobot
 from realeasy_ros.robot_config import RobotConfig
 from realeasy_ros.ros_conversions import joint_state_msg, to_time, trajectory_from_msg

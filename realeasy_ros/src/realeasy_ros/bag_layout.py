@@ -1,0 +1,14 @@
+"""The pair bag's layout: topic names shared by the recorders (``pairs``, ``pair_runner``, the
+robot nodes) and the reader (``pair_bag``). See realeasy_ros/README.md, "Bag layout"."""
+
+SIM_NS = "/sim"
+REAL_NS = "/real"
+JOINT_STATES = "joint_states"
+COMMAND = "joint_trajectory_controller/command"
+EVENTS = "/pairs/event"
+LABEL = "/real/label"
+DEFAULT_LABEL = "reality stand-in"
+
+
+def topic(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"

@@ -1,10 +1,16 @@
-"""make bench: performance figures of the foundation (issue 2), written to bench/results/*.json.
+"""make bench: performance figures, written to bench/results/*.json.
 
 * robot_speed: simulated seconds per wall second of each robot (1 kHz physics, joint states at
   100 Hz serialised as sensor_msgs/JointState, as the node publishes them), measured in the same
   run, with the stand-in/simulator ratio. Target: at least 5x real time each.
 * collect_100: wall time to collect 100 real/sim pairs with `collect` (both robots, rosbag).
-The machine is shared and noisy: each figure is the best of --repeats runs.
+* realtime_step: one Realeasy realtime step (paper 000 Algorithm 3) per candidate implementation
+  (torch eager, TorchScript, NumPy, C++), median and p99 [us], vs the paper's 0.39 ms
+  (bench/realtime_step.py).
+* node_latency: the residual_publisher node with 1 kHz input over --latency-seconds, message in ->
+  corrected message out, vs one hop of the same transport without the node (bench/node_latency.py).
+The machine is shared and noisy: the robot figures are the best of --repeats runs; the latency
+figures are compared with peers measured in the same run.
 """
 from __future__ import annotations
 
@@ -16,12 +22,14 @@ import platform
 import tempfile
 import time
 
+from node_latency import bench_node_latency
 from realeasy_ros.collection import CollectionRequest, run_collection
 from realeasy_ros.limits import JointLimits
 from realeasy_ros.robot import SimulatedRobot
 from realeasy_ros.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
 from realeasy_ros.ros_conversions import joint_state_msg
 from realeasy_ros.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+from realtime_step import bench_realtime_step
 
 
 def robot_speed(config_file: str, limits: JointLimits, seconds: float, repeats: int) -> float:
@@ -55,6 +63,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=30.0, help="simulated seconds per speed run")
     parser.add_argument("--pairs", type=int, default=100)
+    parser.add_argument("--latency-seconds", type=float, default=60.0,
+                        help="duration of the 1 kHz node latency run")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     limits = JointLimits.from_yaml()
@@ -81,12 +91,25 @@ def main() -> None:
     with open(os.path.join(args.out, "collect_pairs.json"), "w") as fh:
         json.dump(collect, fh, indent=2)
 
+    step = bench_realtime_step()
+    with open(os.path.join(args.out, "realtime_step.json"), "w") as fh:
+        json.dump(step, fh, indent=2, sort_keys=True)
+    latency = bench_node_latency(args.latency_seconds)
+    with open(os.path.join(args.out, "node_latency.json"), "w") as fh:
+        json.dump(latency, fh, indent=2, sort_keys=True)
+
     print(f"{'benchmark':34s} {'figure':>12s}")
     print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")
     print(f"{'stand-in (MuJoCo) x real time':34s} {real:12.1f}")
     print(f"{'stand-in / simulator':34s} {real / sim:12.2f}")
     print(f"{'collect %d pairs, wall s' % args.pairs:34s} {f['wall_seconds']:12.1f}")
     print(f"{'collect, x real time (both robots)':34s} {f['real_time_factor']:12.1f}")
+    for name, c in step["candidates"].items():
+        print(f"{'realtime step ' + name + ', median us':34s} {c['median_us']:12.2f}")
+    print(f"{'realtime step chosen':34s} {step['chosen']:>12s}")
+    print(f"{'node latency 1 kHz, median us':34s} {latency['node']['median_us']:12.1f}")
+    print(f"{'node latency 1 kHz, p99 us':34s} {latency['node']['p99_us']:12.1f}")
+    print(f"{'node: messages dropped':34s} {latency['node']['dropped']:12d}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # make demo: the main job on the embedded default. Collects real/sim pairs (PyBullet simulator vs
-# the MuJoCo reality stand-in), builds the Realeasy data set, prints the per-joint gap table and
-# writes reports/report.md with the torque plot. DEMO_TRAJECTORIES sets the size (default 150).
+# the MuJoCo reality stand-in), builds the Realeasy data set and prints the gap; trains the
+# realtime Realeasy model, evaluates it on the held-out and Cartesian sets, runs the residual
+# publisher live on new trajectories, and writes reports/report.md with the plots.
+# DEMO_TRAJECTORIES sets the data size (default 150), DEMO_TRAIN_MINUTES the training budget
+# (default 6), DEMO_LIVE_TRAJECTORIES the live run (default 8).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/reports"
 n="${DEMO_TRAJECTORIES:-150}"
+minutes="${DEMO_TRAIN_MINUTES:-6}"
+live="${DEMO_LIVE_TRAJECTORIES:-8}"
 mkdir -p "$out"
 
 echo "== collect $n trajectory pairs (simulation and reality stand-in, lock-step)"
@@ -16,28 +21,22 @@ echo "== the gap: simulation vs reality stand-in"
 rosrun realeasy_ros compare --bag "$out/pairs.bag" --json "$out/gap.json" --plot "$out/gap_torques.png" \
   | tee "$out/gap_table.txt"
 
-python - "$out" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-collect = json.load(open(os.path.join(out, "collect.json")))
-gap = json.load(open(os.path.join(out, "gap.json")))
-table = open(os.path.join(out, "gap_table.txt")).read()
-with open(os.path.join(out, "report.md"), "w") as f:
-    f.write(f"""# sim2real demo report ({gap['label']})
+echo "== train the realtime Realeasy model (at most $minutes min)"
+rosrun realeasy_ros train --data "$out/dataset.npz" --model realtime --out "$out/realtime.pt" \
+  --max-minutes "$minutes" --json "$out/train_realtime.json"
+echo "== evaluate it on the held-out test split and the Cartesian set"
+rosrun realeasy_ros evaluate --data "$out/dataset.npz" --model "$out/realtime.pt" \
+  --json "$out/eval_realtime.json" --plot "$out/realeasy_torques.png" | tee "$out/eval_table.txt"
 
-All figures below compare the nominal simulator (PyBullet, pybullet_data Panda URDF, PID) with the
-**{gap['label']}** (MuJoCo, identified Panda dynamics, friction, elasticity, sensor effects). They
-are not real-robot results.
+echo "== live: the residual publisher on $live new trajectories (roslaunch, private master)"
+port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" realeasy_ros record_pairs.launch \
+  bag:="$out/live.bag" trajectories:="$live" seed:=4242 model:="$out/realtime.pt" \
+  real_time_factor:=2.0 > "$out/live_roslaunch.log" 2>&1 \
+  || { tail -n 30 "$out/live_roslaunch.log"; exit 1; }
+rosrun realeasy_ros compare --bag "$out/live.bag" --json "$out/live_sim.json" \
+  --plot "$out/live_sim_torques.png" > "$out/live_sim_table.txt"
+rosrun realeasy_ros compare --bag "$out/live.bag" --sim-topic /sim/joint_states_realistic \
+  --json "$out/live_realeasy.json" --plot "$out/live_realeasy_torques.png" > "$out/live_realeasy_table.txt"
 
-- pairs: {collect['trajectories']} {collect['kinds']}, {collect['simulated_seconds']:.0f} s simulated
-  in {collect['wall_seconds']:.0f} s wall ({collect['real_time_factor']:.1f}x real time for both robots)
-- data set: `dataset.npz` (splits in `dataset.json`)
-
-```
-{table.strip()}
-```
-
-![joint torques, simulation vs {gap['label']}](gap_torques.png)
-""")
-print(f"wrote {os.path.join(out, 'report.md')}")
-PY
+python "$root/tools/demo_report.py" "$out"

@@ -4,6 +4,7 @@ robot nodes) and the reader (``pair_bag``). See realeasy_ros/README.md, "Bag lay
 SIM_NS = "/sim"
 REAL_NS = "/real"
 JOINT_STATES = "joint_states"
+REALISTIC = "joint_states_realistic"   # corrected sim joint states (X + NN(X), paper 000 eq. 9)
 COMMAND = "joint_trajectory_controller/command"
 EVENTS = "/pairs/event"
 LABEL = "/real/label"

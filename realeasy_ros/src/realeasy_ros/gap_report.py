@@ -10,13 +10,11 @@ import numpy as np
 
 from realeasy_ros.alignment import AlignedPair, Progress, SkippedPair, align_all
 from realeasy_ros.errors import BagError
+from realeasy_ros.evaluation import QUANTITIES, per_joint_mse
 from realeasy_ros.pair_bag import DEFAULT_LABEL, PairRecording
 from realeasy_ros.trajectory_generation import KINDS
 
 COMPARED_KINDS = KINDS
-_ROWS = (("position", "position_mse", "rad^2"),
-         ("velocity", "velocity_mse", "(rad/s)^2"),
-         ("torque", "torque_mse", "(N m)^2"))
 
 
 def gap_statistics(aligned_pairs: Sequence[AlignedPair], label: str = DEFAULT_LABEL) -> dict:
@@ -25,12 +23,9 @@ def gap_statistics(aligned_pairs: Sequence[AlignedPair], label: str = DEFAULT_LA
     plus ``trajectories`` (count) and ``label``. Raises ValueError without pairs."""
     if not aligned_pairs:
         raise ValueError("gap statistics need at least one aligned pair")
-    diff = np.concatenate([p.sim - p.real for p in aligned_pairs])
-    mse = np.mean(diff * diff, axis=0)
-    dof = mse.shape[0] // 3
-    return {"position_mse": mse[:dof].tolist(), "velocity_mse": mse[dof:2 * dof].tolist(),
-            "torque_mse": mse[2 * dof:].tolist(), "trajectories": len(aligned_pairs),
-            "label": str(label)}
+    mse = per_joint_mse(np.concatenate([p.sim for p in aligned_pairs]),
+                        np.concatenate([p.real for p in aligned_pairs]))
+    return dict(mse, trajectories=len(aligned_pairs), label=str(label))
 
 
 def format_table(stats: dict) -> str:
@@ -40,7 +35,7 @@ def format_table(stats: dict) -> str:
              f"trajectories (like paper 000 Table II, 'Simulation' row)")
     header = f"{'':<9} {'unit':<10}" + "".join(f"{f'joint {j + 1}':>11}" for j in range(dof))
     lines = [title, header, "-" * len(header)]
-    for name, key, unit in _ROWS:
+    for name, key, unit in QUANTITIES:
         lines.append(f"{name:<9} {unit:<10}" + "".join(f"{v:>11.2e}" for v in stats[key]))
     return "\n".join(lines)
 
@@ -80,25 +75,41 @@ def choose_trajectory(aligned: Sequence[AlignedPair],
 def plot_torques(aligned_pair: AlignedPair, path: str, label: str = DEFAULT_LABEL) -> None:
     """Seven stacked plots of the joint torques [N m], simulation (blue) vs ``label`` (green),
     over time since the detected motion start, like paper 000 Fig. 2. Writes ``path`` (PNG)."""
+    pair = aligned_pair
+    t = pair.t - pair.t[pair.start_index] if len(pair) > pair.start_index else pair.t - pair.t[0]
+    plot_torque_panels(t, pair.sim, pair.real, path, label,
+                       f"Trajectory {pair.trajectory_id} ({pair.kind}): joint torques, simulation "
+                       f"vs {label} (shift {pair.shift * 1e3:.1f} ms)",
+                       xlabel="time since motion start [s]")
+
+
+def plot_torque_panels(t: np.ndarray, sim: np.ndarray, real: np.ndarray, path: str,
+                       label: str = DEFAULT_LABEL, title: str = "",
+                       corrected: Optional[np.ndarray] = None,
+                       corrected_label: str = "simulation + Realeasy",
+                       xlabel: str = "time [s]") -> None:
+    """Paper 000 Fig. 2: one panel per joint with the torques [N m] of ``label`` (green), the
+    simulation (blue) and, if given, the corrected simulation X + NN(X) (red), over ``t`` [s].
+    ``sim``, ``real``, ``corrected`` are (T, 3 dof) physical states [q, qd, tau]. Writes ``path``
+    (PNG)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    pair = aligned_pair
-    dof = pair.sim.shape[1] // 3
-    t = pair.t - pair.t[pair.start_index] if len(pair) > pair.start_index else pair.t - pair.t[0]
+    dof = sim.shape[1] // 3
     fig = Figure(figsize=(8.0, 1.5 * dof + 1.0))
     FigureCanvasAgg(fig)
-    axes = fig.subplots(dof, 1, sharex=True)
-    for j, ax in enumerate(np.atleast_1d(axes)):
-        ax.plot(t, pair.real[:, 2 * dof + j], color="tab:green", lw=1.2, label=label)
-        ax.plot(t, pair.sim[:, 2 * dof + j], color="tab:blue", lw=1.0, label="simulation")
+    axes = np.atleast_1d(fig.subplots(dof, 1, sharex=True))
+    for j, ax in enumerate(axes):
+        ax.plot(t, real[:, 2 * dof + j], color="tab:green", lw=1.2, label=label)
+        ax.plot(t, sim[:, 2 * dof + j], color="tab:blue", lw=1.0, label="simulation")
+        if corrected is not None:
+            ax.plot(t, corrected[:, 2 * dof + j], color="tab:red", lw=1.0, label=corrected_label)
         ax.set_ylabel(f"joint {j + 1}\n[N m]", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(True, alpha=0.3)
-    first = np.atleast_1d(axes)[0]
-    first.legend(loc="upper right", fontsize=7, ncol=2)
-    np.atleast_1d(axes)[-1].set_xlabel("time since motion start [s]")
-    fig.suptitle(f"Trajectory {pair.trajectory_id} ({pair.kind}): joint torques, simulation vs "
-                 f"{label} (shift {pair.shift * 1e3:.1f} ms)", fontsize=9)
+    axes[0].legend(loc="upper right", fontsize=7, ncol=2 if corrected is None else 3)
+    axes[-1].set_xlabel(xlabel)
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=100)

@@ -29,13 +29,12 @@ from realeasy_ros.ros_conversions import measurement_from_msg
 
 SIM_JOINT_STATES = topic(SIM_NS, JOINT_STATES)
 REAL_JOINT_STATES = topic(REAL_NS, JOINT_STATES)
-REQUIRED_TOPICS = (SIM_JOINT_STATES, REAL_JOINT_STATES, EVENTS)
 
 # PairEvent.event values (see msg/PairEvent.msg)
 _START, _END = 0, 1
 
 # Everything rosbag and genpy raise for a file that is not a readable bag.
-_BAG_READ_ERRORS = (rosbag.ROSBagException, struct.error, OSError, EOFError, ValueError,
+BAG_READ_ERRORS = (rosbag.ROSBagException, struct.error, OSError, EOFError, ValueError,
                     genpy.DeserializationError, zlib.error)
 
 
@@ -148,8 +147,12 @@ def _pair_events(events: dict[int, dict[int, tuple[float, str]]]) -> tuple[list,
     return complete, unpaired
 
 
-def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = None) -> PairRecording:
+def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = None,
+               sim_topic: str = SIM_JOINT_STATES) -> PairRecording:
     """Read the trajectory pairs of a pair bag in one pass (paper 000 §IV-B data set).
+
+    ``sim_topic`` is the simulation side of the pairs: ``/sim/joint_states`` or, to measure
+    what the residual publisher achieved live, ``/sim/joint_states_realistic``.
 
     JointState messages missing a joint or containing NaN are skipped and counted
     (``skipped_messages``). ``label`` names the "real" robot; a ``/real/label`` message in the bag
@@ -166,13 +169,14 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
     try:
         with rosbag.Bag(path, "r") as bag:
             topics = bag.get_type_and_topic_info().topics
-            missing = [t for t in REQUIRED_TOPICS if t not in topics]
+            required = (sim_topic, REAL_JOINT_STATES, EVENTS)
+            missing = [t for t in required if t not in topics]
             if missing:
                 raise BagError(f"bag {path} lacks the topic(s) {', '.join(missing)}; "
                                f"is it a pair recording?")
-            wanted = list(REQUIRED_TOPICS) + ([LABEL] if LABEL in topics else [])
+            wanted = list(required) + ([LABEL] if LABEL in topics else [])
             for name, msg, _ in bag.read_messages(topics=wanted):
-                if name == SIM_JOINT_STATES:
+                if name == sim_topic:
                     sim.add(msg)
                 elif name == REAL_JOINT_STATES:
                     real.add(msg)
@@ -184,7 +188,7 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
     except rosbag.ROSBagUnindexedException as exc:
         raise BagError(f"bag {path} has no index, it looks truncated (recording interrupted?); "
                        f"try 'rosbag reindex {path}'") from exc
-    except _BAG_READ_ERRORS as exc:
+    except BAG_READ_ERRORS as exc:
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise BagError(f"cannot read bag {path}: not a bag or corrupt ({detail})") from exc
     complete, unpaired = _pair_events(events)

@@ -1,0 +1,167 @@
+"""The ROS face of :class:`ResidualStream`: the ``residual_publisher`` node (paper 000 Algorithms
+2-3 on live joint states).
+
+Topics (relative names; ``launch/residual_publisher.launch`` runs the node in ``/realeasy`` and
+remaps them onto the simulator's):
+  subscribes ``joint_states`` (sensor_msgs/JointState; -> /sim/joint_states),
+  publishes ``joint_states_realistic`` (sensor_msgs/JointState, same header stamp; ->
+  /sim/joint_states_realistic), ``residual`` (sensor_msgs/JointState holding the residual in
+  position/velocity/effort; /realeasy/residual), and ``/diagnostics`` (latency and counters, 1 Hz).
+Service ``~reset`` (std_srvs/Trigger): forget the hidden state; warm-up starts again.
+"""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import warnings
+from typing import Optional
+
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger, TriggerResponse
+
+from realeasy_ros.errors import Sim2RealError
+from realeasy_ros.limits import JointLimits
+from realeasy_ros.model import REALTIME
+from realeasy_ros.model_file import load_model
+from realeasy_ros.residual_stream import InvalidJointState, LatencyStats, ResidualStream
+
+INPUT = "joint_states"
+REALISTIC = "joint_states_realistic"
+RESIDUAL = "residual"
+RATE_CHECK_SAMPLES = 200      # input stamps used to compare the input rate with the model's
+RATE_TOLERANCE = 0.2
+
+
+class ResidualPublisherNode:
+    def __init__(self) -> None:
+        model_path = rospy.get_param("~model", "")
+        if not model_path:
+            raise Sim2RealError("parameter ~model (path of a realtime model file) is not set")
+        limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
+        model = load_model(model_path, architecture=REALTIME)
+        model.check_compatible(limits.joint_names, "the robot (~limits)")
+        warmup = rospy.get_param("~warmup_steps", None)
+        if warmup is not None:
+            if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+                raise Sim2RealError(f"~warmup_steps must be a non-negative integer, got {warmup!r}")
+            model.warmup_steps = warmup
+        self.model = model
+        self.stream = ResidualStream(model)
+        self.latency = LatencyStats(int(rospy.get_param("~latency_window", 60000)))
+        self.dof = model.dof
+        self._lock = threading.Lock()
+        self._stamps: list[float] = []
+        self._rate_checked = False
+        with warnings.catch_warnings():
+            # queue_size=None publishes synchronously from the callback: no hand-over to a
+            # queue thread on the 1 kHz path (rospy warns about it; here it is deliberate)
+            warnings.simplefilter("ignore")
+            self._realistic = rospy.Publisher(REALISTIC, JointState, queue_size=None,
+                                              tcp_nodelay=True)
+            self._residual = rospy.Publisher(RESIDUAL, JointState, queue_size=None,
+                                             tcp_nodelay=True)
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=1)
+        rospy.Service("~reset", Trigger, self._on_reset)
+        self._subscriber = rospy.Subscriber(INPUT, JointState, self._on_state, queue_size=10000,
+                                            tcp_nodelay=True)
+        rospy.loginfo("%s: %s model %s (hidden %d, %d layers, trained at %.0f Hz on '%s'), "
+                      "warm-up %d steps", rospy.get_name(), model.architecture, model_path,
+                      model.spec.hidden_size, model.spec.num_layers, model.rate,
+                      model.metadata.get("label", "?"), model.warmup_steps)
+
+    def _message(self, template: JointState, values) -> JointState:
+        msg = JointState()
+        msg.header = template.header
+        msg.name = self.stream.joint_names
+        dof = self.dof
+        msg.position = values[:dof].tolist()
+        msg.velocity = values[dof:2 * dof].tolist()
+        msg.effort = values[2 * dof:].tolist()
+        return msg
+
+    def _on_state(self, msg: JointState) -> None:
+        received = time.perf_counter()
+        stamp = msg.header.stamp.to_sec()
+        with self._lock:
+            try:
+                self.stream.process(stamp, msg.name, msg.position, msg.velocity, msg.effort)
+            except InvalidJointState as exc:
+                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: joint state dropped: {exc}")
+                return
+            realistic = self._message(msg, self.stream.corrected)
+            residual = self._message(msg, self.stream.residual)
+        self._realistic.publish(realistic)
+        self._residual.publish(residual)
+        self.latency.add(time.perf_counter() - received)
+        if not self._rate_checked:
+            self._check_rate(stamp)
+
+    def _check_rate(self, stamp: float) -> None:
+        """Warn once if the input rate differs from the rate the model was trained at: the LSTM
+        learnt the residual per step of that rate."""
+        self._stamps.append(stamp)
+        if len(self._stamps) < RATE_CHECK_SAMPLES:
+            return
+        self._rate_checked = True
+        steps = [b - a for a, b in zip(self._stamps, self._stamps[1:]) if b > a]
+        if not steps:
+            return
+        steps.sort()
+        rate = 1.0 / steps[len(steps) // 2]
+        if abs(rate - self.model.rate) > RATE_TOLERANCE * self.model.rate:
+            rospy.logwarn(f"{rospy.get_name()}: input at {rate:.0f} Hz, the model was trained at "
+                          f"{self.model.rate:.0f} Hz; train it on data at the input rate "
+                          f"(dataset --rate) for a faithful residual")
+
+    def _on_reset(self, _request) -> TriggerResponse:
+        with self._lock:
+            self.stream.reset()
+        return TriggerResponse(success=True, message=f"hidden state reset; warm-up of "
+                                                     f"{self.model.warmup_steps} steps follows")
+
+    def statistics(self) -> DiagnosticArray:
+        counters = self.stream.counters
+        latency = self.latency.summary()
+        values = {"messages": counters.messages, "corrected": counters.corrected,
+                  "warmup": counters.warmup, "rejected": counters.rejected,
+                  "resets": counters.resets, "latency_median_us": f"{latency['median_us']:.1f}",
+                  "latency_p99_us": f"{latency['p99_us']:.1f}",
+                  "latency_max_us": f"{latency['max_us']:.1f}",
+                  "latency_samples": latency["samples"]}
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK if counters.rejected == 0 else DiagnosticStatus.WARN,
+            name=f"{rospy.get_name()}: Realeasy residual", hardware_id="realeasy",
+            message=f"{counters.corrected} corrected, {counters.rejected} rejected",
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = rospy.Time.now()
+        return array
+
+    def spin(self) -> None:
+        """Publish the statistics once a wall-clock second until shutdown (callbacks run in
+        rospy's threads)."""
+        while not rospy.is_shutdown():
+            time.sleep(1.0)
+            if not rospy.is_shutdown():
+                self._diagnostics.publish(self.statistics())
+
+
+def main() -> None:
+    rospy.init_node("residual_publisher")
+    node: Optional[ResidualPublisherNode] = None
+    try:
+        node = ResidualPublisherNode()
+    except Sim2RealError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {exc}")
+        raise SystemExit(1) from None
+    # Objects made at start-up live as long as the node: keep them out of the collector's scans,
+    # so its pauses stay short on the 1 kHz path.
+    gc.collect()
+    gc.freeze()
+    try:
+        node.spin()
+    except rospy.ROSInterruptException:
+        pass

@@ -1,0 +1,164 @@
+"""Realeasy on a live stream of joint states (paper 000 Algorithms 2-3), without ROS: the
+``residual_publisher`` node is a thin layer over :class:`ResidualStream`.
+
+* :class:`JointStateLayout` maps a JointState's (name, position, velocity, effort) into the model's
+  [q, qd, tau] order by joint name, or says what is wrong with it (missing joints, wrong lengths,
+  NaN/Inf) without touching the hidden state.
+* :class:`ResidualStream` runs one realtime step per valid sample (warm-up first, Algorithm 2) and
+  resets the hidden state on a time jump backwards (a restarted simulator or a replayed bag).
+* :class:`LatencyStats` keeps the last processing latencies for the node's statistics.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.realtime import RealtimeResidual
+
+
+class InvalidJointState(ValueError):
+    """A joint state that cannot be corrected; the message says why (one line)."""
+
+
+class JointStateLayout:
+    """The model's joint order; fills a preallocated (3 dof,) vector from a JointState's fields."""
+
+    def __init__(self, joint_names: Sequence[str]) -> None:
+        self.joint_names = tuple(joint_names)
+        self.dof = len(self.joint_names)
+        self._cached_names: Optional[tuple[str, ...]] = None
+        self._order: Optional[list[int]] = None
+
+    def _order_for(self, names: Sequence[str]) -> Optional[list[int]]:
+        """Index of each model joint in ``names``; None when ``names`` is the model's order."""
+        names = tuple(names)
+        if names == self._cached_names:
+            return self._order
+        if len(set(names)) != len(names):
+            raise InvalidJointState(f"duplicate joint names in {list(names)}")
+        index = {n: i for i, n in enumerate(names)}
+        missing = [n for n in self.joint_names if n not in index]
+        if missing:
+            raise InvalidJointState(f"missing joint(s) {', '.join(missing)} "
+                                    f"(got {list(names)})")
+        order = [index[n] for n in self.joint_names]
+        self._cached_names = names
+        self._order = None if order == list(range(self.dof)) and len(names) == self.dof else order
+        return self._order
+
+    def fill(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+             effort: Sequence[float], out: np.ndarray) -> None:
+        """Write [q, qd, tau] into ``out``; InvalidJointState if a joint is missing, a field
+        does not have one value per name, or a value is NaN/Inf (``out`` may be partly written
+        then, the caller's state is not)."""
+        n = len(names)
+        for field_name, values in (("position", position), ("velocity", velocity),
+                                   ("effort", effort)):
+            if len(values) != n:
+                raise InvalidJointState(f"{field_name} has {len(values)} values for {n} joint "
+                                        f"names")
+        order = self._order_for(names)
+        dof = self.dof
+        for k, values in enumerate((position, velocity, effort)):
+            block = out[k * dof:(k + 1) * dof]
+            if order is None:
+                block[:] = values
+            else:
+                block[:] = [values[i] for i in order]
+        if not np.isfinite(out).all():
+            bad = np.flatnonzero(~np.isfinite(out))
+            what = ", ".join(f"{('position', 'velocity', 'effort')[i // dof]} of "
+                             f"{self.joint_names[i % dof]}" for i in bad[:3])
+            raise InvalidJointState(f"NaN/Inf in {what}")
+
+
+@dataclass
+class StreamCounters:
+    messages: int = 0        # every sample offered
+    corrected: int = 0       # published with the residual applied
+    warmup: int = 0          # published unchanged during warm-up (Algorithm 2)
+    rejected: int = 0        # dropped as invalid
+    resets: int = 0          # hidden-state resets (time jumps backwards, ~reset)
+
+
+class ResidualStream:
+    """One realtime Realeasy step per valid joint state (Algorithm 3), after warm-up (Algorithm 2).
+
+    After :meth:`process` the corrected state is in ``corrected`` and the residual in
+    ``residual`` (physical units, the model's joint order); both arrays are reused.
+    """
+
+    def __init__(self, model: RealeasyModel) -> None:
+        self.model = model
+        self.layout = JointStateLayout(model.joint_names)
+        self.core = RealtimeResidual(model)
+        width = 3 * self.layout.dof
+        self.x = np.zeros(width)
+        self.corrected = np.zeros(width)
+        self.residual = np.zeros(width)
+        self.last_stamp: Optional[float] = None
+        self.counters = StreamCounters()
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.layout.joint_names
+
+    def reset(self) -> None:
+        """Forget the hidden state; the next samples warm it up again."""
+        self.core.reset()
+        self.last_stamp = None
+        self.counters.resets += 1
+
+    def process(self, stamp: float, names: Sequence[str], position: Sequence[float],
+                velocity: Sequence[float], effort: Sequence[float]) -> bool:
+        """Correct one sample; True if the residual was applied, False during warm-up.
+        Raises InvalidJointState for a bad sample, leaving the hidden state as it was."""
+        self.counters.messages += 1
+        try:
+            self.layout.fill(names, position, velocity, effort, self.x)
+        except InvalidJointState:
+            self.counters.rejected += 1
+            raise
+        if self.last_stamp is not None and stamp < self.last_stamp:
+            self.reset()
+        self.last_stamp = stamp
+        applied = self.core.update(self.x, self.corrected, self.residual)
+        if applied:
+            self.counters.corrected += 1
+        else:
+            self.counters.warmup += 1
+        return applied
+
+
+@dataclass
+class LatencyStats:
+    """The last ``capacity`` latencies [s] in a ring buffer (no allocation per sample)."""
+
+    capacity: int = 10000
+    _buffer: np.ndarray = field(init=False, repr=False)
+    _count: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.capacity < 1:
+            raise ValueError("capacity must be positive")
+        self._buffer = np.zeros(self.capacity)
+
+    def add(self, seconds: float) -> None:
+        self._buffer[self._count % self.capacity] = seconds
+        self._count += 1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def summary(self) -> dict[str, float]:
+        """median, p99 and max of the buffered latencies in microseconds (zeros when empty)."""
+        n = min(self._count, self.capacity)
+        if n == 0:
+            return {"median_us": 0.0, "p99_us": 0.0, "max_us": 0.0, "samples": 0}
+        values = self._buffer[:n] * 1e6
+        return {"median_us": float(np.median(values)), "p99_us": float(np.percentile(values, 99)),
+                "max_us": float(values.max()), "samples": n}

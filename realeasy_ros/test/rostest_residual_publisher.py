@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""rostest: the residual_publisher node (paper 000 Algorithms 2-3) against an offline
+ResidualStream run on the same valid samples."""
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+import rospy
+import rostest
+import torch
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from realeasy_ros.limits import JointLimits
+from realeasy_ros.model import ModelSpec, build_network
+from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.normalisation import JointLimitScaler
+from realeasy_ros.residual_stream import ResidualStream
+
+WARMUP = 5
+RATE = 200.0
+
+
+def make_model(path, spec=ModelSpec(hidden_size=8), names=None, seed=0):
+    torch.manual_seed(seed)
+    limits = JointLimits.from_yaml()
+    names = tuple(names or limits.joint_names)
+    model = RealeasyModel(build_network(spec), spec, JointLimitScaler.from_limits(limits)
+                          if names == limits.joint_names else
+                          JointLimitScaler(JointLimitScaler.from_limits(limits).lower,
+                                           JointLimitScaler.from_limits(limits).upper, names),
+                          names, RATE, WARMUP, {"label": "test"})
+    model.save(path)
+    return model
+
+
+class Listener:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.realistic, self.residual, self.diagnostics = [], [], []
+        self.subscribers = [
+            rospy.Subscriber("/sim/joint_states_realistic", JointState, self._add(self.realistic),
+                             queue_size=5000),
+            rospy.Subscriber("/realeasy/residual", JointState, self._add(self.residual),
+                             queue_size=5000)]
+        rospy.Subscriber("/diagnostics", DiagnosticArray, self._add(self.diagnostics),
+                         queue_size=10)
+
+    def _add(self, target):
+        def callback(msg):
+            with self.lock:
+                target.append((time.monotonic(), msg))
+        return callback
+
+    def count(self):
+        with self.lock:
+            return len(self.realistic), len(self.residual)
+
+
+def state_msg(stamp, q, qd, tau, names):
+    msg = JointState()
+    msg.header.stamp = rospy.Time.from_sec(stamp)
+    msg.name = list(names)
+    msg.position, msg.velocity, msg.effort = list(q), list(qd), list(tau)
+    return msg
+
+
+def run_node(name, model_path, extra=()):
+    return subprocess.Popen(
+        ["rosrun", "realeasy_ros", "residual_publisher", f"__name:={name}", "__ns:=/realeasy",
+         f"_model:={model_path}", "joint_states:=/sim/joint_states",
+         "joint_states_realistic:=/sim/joint_states_realistic", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+class ResidualPublisher(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_residual_publisher")
+        cls.folder = tempfile.mkdtemp(prefix="realeasy_rostest_")
+        cls.limits = JointLimits.from_yaml()
+        cls.names = cls.limits.joint_names
+        cls.model_path = os.path.join(cls.folder, "realtime.pt")
+        cls.model = make_model(cls.model_path)
+
+    def wait_for(self, predicate, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.01)
+        return False
+
+    def samples(self, n, t0, rng):
+        t = t0 + np.arange(n) / RATE
+        phase = rng.uniform(0, 2 * np.pi, 7)
+        q = self.limits.home + 0.3 * np.sin(2.0 * t[:, None] + phase)
+        qd = 0.6 * np.cos(2.0 * t[:, None] + phase)
+        tau = 5.0 * np.sin(1.5 * t[:, None] + phase)
+        return t, q, qd, tau
+
+    def test_node(self):
+        listener = Listener()
+        node = run_node("residual_publisher", self.model_path)
+        try:
+            self._check_running_node(listener)
+            os.killpg(node.pid, signal.SIGINT)
+            node.wait(timeout=30)
+        finally:
+            if node.poll() is None:
+                os.killpg(node.pid, signal.SIGKILL)
+        self._check_bad_models()
+
+    def _check_running_node(self, listener):
+        pub = rospy.Publisher("/sim/joint_states", JointState, queue_size=1000, tcp_nodelay=True)
+        self.assertTrue(self.wait_for(lambda: pub.get_num_connections() > 0 and all(
+            s.get_num_connections() > 0 for s in listener.subscribers), 60),
+            "residual_publisher and the test did not connect")
+        self.assertTrue(self.wait_for(lambda: len(listener.diagnostics) > 0, 30))
+        rng = np.random.default_rng(0)
+        n = 400
+        t, q, qd, tau = self.samples(n, 100.0, rng)
+        # bad messages among the good ones (indices into the stream where they are inserted)
+        bad = {50: "missing", 120: "length", 200: "nan", 260: "inf"}
+        reversed_names = list(reversed(self.names))
+        sent = []
+        period = 1.0 / RATE
+        next_time = time.monotonic()
+        for k in range(n):
+            if k in bad:
+                kind = bad[k]
+                if kind == "missing":
+                    msg = state_msg(t[k], q[k][:6], qd[k][:6], tau[k][:6], self.names[:6])
+                elif kind == "length":
+                    msg = state_msg(t[k], q[k], qd[k][:5], tau[k], self.names)
+                else:
+                    v = q[k].copy()
+                    v[2] = np.nan if kind == "nan" else np.inf
+                    msg = state_msg(t[k], v, qd[k], tau[k], self.names)
+                pub.publish(msg)
+                next_time += period
+                time.sleep(max(0.0, next_time - time.monotonic()))
+            # every 3rd good message lists the joints in reverse order: mapped by name
+            if k % 3 == 0:
+                msg = state_msg(t[k], q[k][::-1], qd[k][::-1], tau[k][::-1], reversed_names)
+            else:
+                msg = state_msg(t[k], q[k], qd[k], tau[k], self.names)
+            pub.publish(msg)
+            sent.append(time.monotonic())
+            next_time += period
+            time.sleep(max(0.0, next_time - time.monotonic()))
+        self.assertTrue(self.wait_for(lambda: listener.count() == (n, n), 20),
+                        f"expected {n} corrected messages, got {listener.count()}")
+        with listener.lock:
+            realistic = [m for _, m in listener.realistic]
+            residual = [m for _, m in listener.residual]
+            arrivals = np.array([a for a, _ in listener.realistic])
+        # same stamps, same rate as the input (no message lost, none added)
+        np.testing.assert_allclose([m.header.stamp.to_sec() for m in realistic], t, atol=1e-6)
+        in_rate = (n - 1) / (sent[-1] - sent[0])
+        out_rate = (n - 1) / (arrivals[-1] - arrivals[0])
+        self.assertAlmostEqual(out_rate / in_rate, 1.0, delta=0.1)
+        # values equal an offline stream over the valid samples: the bad ones did not touch the
+        # hidden state
+        offline = ResidualStream(self.model)
+        for k in range(n):
+            offline.process(t[k], self.names, q[k], qd[k], tau[k])
+            got = np.concatenate([realistic[k].position, realistic[k].velocity,
+                                  realistic[k].effort])
+            res = np.concatenate([residual[k].position, residual[k].velocity, residual[k].effort])
+            self.assertEqual(list(realistic[k].name), list(self.names))
+            np.testing.assert_allclose(got, offline.corrected, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(res, offline.residual, rtol=0, atol=1e-9)
+            if k < WARMUP:   # Algorithm 2: the simulator's state, unchanged
+                np.testing.assert_array_equal(res, 0.0)
+        self.assertGreater(np.abs(res).max(), 0.0)
+
+        # a time jump backwards restarts the warm-up
+        t2, q2, qd2, tau2 = self.samples(WARMUP + 3, 10.0, rng)
+        for k in range(len(t2)):
+            pub.publish(state_msg(t2[k], q2[k], qd2[k], tau2[k], self.names))
+            time.sleep(period)
+        total = n + len(t2)
+        self.assertTrue(self.wait_for(lambda: listener.count() == (total, total), 20))
+        with listener.lock:
+            jumped = [m for _, m in listener.residual[n:]]
+        for k, msg in enumerate(jumped):
+            values = np.concatenate([msg.position, msg.velocity, msg.effort])
+            if k < WARMUP:
+                np.testing.assert_array_equal(values, 0.0)
+            else:
+                self.assertGreater(np.abs(values).max(), 0.0)
+
+        # ~reset restarts it too
+        rospy.wait_for_service("/realeasy/residual_publisher/reset", timeout=10)
+        answer = rospy.ServiceProxy("/realeasy/residual_publisher/reset", Trigger)()
+        self.assertTrue(answer.success)
+        pub.publish(state_msg(20.0, q2[0], qd2[0], tau2[0], self.names))
+        self.assertTrue(self.wait_for(lambda: listener.count()[1] == total + 1, 20))
+        with listener.lock:
+            after_reset = listener.residual[-1][1]
+        np.testing.assert_array_equal(after_reset.effort, 0.0)
+
+        # the statistics count the rejected messages and the resets
+        time.sleep(1.5)
+        with listener.lock:
+            status = listener.diagnostics[-1][1].status[0]
+        values = {kv.key: kv.value for kv in status.values}
+        self.assertEqual(int(values["rejected"]), len(bad))
+        self.assertEqual(int(values["resets"]), 2)
+        self.assertEqual(int(values["corrected"]) + int(values["warmup"]), total + 1)
+        self.assertGreater(float(values["latency_p99_us"]), 0.0)
+
+    def _check_bad_models(self):
+        corrupt = os.path.join(self.folder, "corrupt.pt")
+        with open(self.model_path, "rb") as f:
+            data = f.read()
+        with open(corrupt, "wb") as f:
+            f.write(data[: len(data) // 2])
+        precise = os.path.join(self.folder, "precise.pt")
+        make_model(precise, ModelSpec(architecture="precise", hidden_size=8))
+        other = os.path.join(self.folder, "other_joints.pt")
+        make_model(other, names=[f"j{i}" for i in range(7)])
+        cases = {"missing": (os.path.join(self.folder, "nope.pt"), "not found"),
+                 "corrupt": (corrupt, "model file"),
+                 "precise": (precise, "realtime"),
+                 "joints": (other, "joints")}
+        for i, (case, (path, expected)) in enumerate(cases.items()):
+            proc = run_node(f"bad_model_{i}", path)
+            try:
+                _, err = proc.communicate(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+            fatal = [line for line in err.splitlines() if "FATAL" in line]
+            self.assertEqual(proc.returncode, 1, f"{case}: {err}")
+            self.assertEqual(len(fatal), 1, f"{case}: {err}")
+            self.assertIn(expected, fatal[0], case)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("realeasy_ros", "residual_publisher", ResidualPublisher)

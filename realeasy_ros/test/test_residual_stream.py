@@ -1,0 +1,129 @@
+"""The live-stream layer of the residual publisher: joint mapping by name, bad samples rejected
+without touching the hidden state, warm-up and resets (paper 000 Algorithms 2-3)."""
+import numpy as np
+import pytest
+import torch
+
+from realeasy_ros.limits import JointLimits
+from realeasy_ros.model import ModelSpec, build_network
+from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.normalisation import JointLimitScaler
+from realeasy_ros.residual_stream import (InvalidJointState, JointStateLayout, LatencyStats,
+                                          ResidualStream)
+
+WARMUP = 4
+
+
+@pytest.fixture(scope="module")
+def limits():
+    return JointLimits.from_yaml()
+
+
+@pytest.fixture(scope="module")
+def model(limits):
+    torch.manual_seed(3)
+    spec = ModelSpec(hidden_size=8)
+    return RealeasyModel(build_network(spec), spec, JointLimitScaler.from_limits(limits),
+                         limits.joint_names, 100.0, WARMUP, {})
+
+
+def samples(limits, n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    q = limits.home + rng.normal(0, 0.2, (n, 7))
+    qd = rng.normal(0, 0.5, (n, 7))
+    tau = rng.normal(0, 5.0, (n, 7))
+    return np.arange(n) * 0.01, q, qd, tau
+
+
+def test_layout_maps_by_name(limits):
+    layout = JointStateLayout(limits.joint_names)
+    out = np.zeros(21)
+    names = list(reversed(limits.joint_names)) + ["panda_finger_joint1"]
+    q = np.arange(7.0)
+    layout.fill(names, list(q[::-1]) + [9.0], list(10 + q[::-1]) + [9.0],
+                list(20 + q[::-1]) + [9.0], out)
+    np.testing.assert_array_equal(out, np.concatenate([q, 10 + q, 20 + q]))
+    layout.fill(limits.joint_names, q, q, q, out)       # the model's order: the fast path
+    np.testing.assert_array_equal(out, np.concatenate([q, q, q]))
+
+
+@pytest.mark.parametrize("case,expected", [
+    ("missing", "missing joint(s) panda_joint7"),
+    ("length", "velocity has 5 values for 7 joint names"),
+    ("nan", "NaN/Inf in position of panda_joint3"),
+    ("inf", "NaN/Inf in effort of panda_joint1"),
+    ("duplicate", "duplicate joint names"),
+])
+def test_layout_names_the_problem(limits, case, expected):
+    layout = JointStateLayout(limits.joint_names)
+    names, q = list(limits.joint_names), np.zeros(7)
+    qd, tau = q.copy(), q.copy()
+    if case == "missing":
+        names, q, qd, tau = names[:6], q[:6], qd[:6], tau[:6]
+    elif case == "length":
+        qd = qd[:5]
+    elif case == "nan":
+        q[2] = np.nan
+    elif case == "inf":
+        tau[0] = -np.inf
+    elif case == "duplicate":
+        names[1] = names[0]
+    with pytest.raises(InvalidJointState, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        layout.fill(names, q, qd, tau, np.zeros(21))
+
+
+def test_bad_samples_leave_the_hidden_state_alone(limits, model):
+    t, q, qd, tau = samples(limits)
+    clean, noisy = ResidualStream(model), ResidualStream(model)
+    for k in range(len(t)):
+        if k in (3, 10, 17):
+            bad_q = q[k].copy()
+            bad_q[0] = np.nan
+            with pytest.raises(InvalidJointState):
+                noisy.process(t[k], limits.joint_names, bad_q, qd[k], tau[k])
+        clean.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+        noisy.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+        np.testing.assert_array_equal(clean.corrected, noisy.corrected)
+    assert noisy.counters.rejected == 3 and noisy.counters.messages == len(t) + 3
+    assert noisy.counters.warmup == WARMUP and noisy.counters.corrected == len(t) - WARMUP
+
+
+def test_warmup_passes_the_state_through_then_corrects(limits, model):
+    t, q, qd, tau = samples(limits)
+    stream = ResidualStream(model)
+    expected = model.correct(np.concatenate([q, qd, tau], axis=1))
+    for k in range(len(t)):
+        applied = stream.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+        x = np.concatenate([q[k], qd[k], tau[k]])
+        assert applied == (k >= WARMUP)
+        if k < WARMUP:
+            np.testing.assert_array_equal(stream.corrected, x)
+            np.testing.assert_array_equal(stream.residual, 0.0)
+        np.testing.assert_allclose(stream.corrected, expected[k], atol=1e-4 * np.abs(x).max())
+
+
+def test_time_jump_backwards_resets(limits, model):
+    t, q, qd, tau = samples(limits, n=12)
+    stream = ResidualStream(model)
+    for k in range(len(t)):
+        stream.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+    first = stream.corrected.copy()
+    assert stream.process(0.0, limits.joint_names, q[0], qd[0], tau[0]) is False
+    assert stream.counters.resets == 1
+    fresh = ResidualStream(model)
+    fresh.process(0.0, limits.joint_names, q[0], qd[0], tau[0])
+    np.testing.assert_array_equal(stream.corrected, fresh.corrected)
+    assert not np.array_equal(first, stream.corrected)
+
+
+def test_latency_stats_ring_buffer():
+    stats = LatencyStats(capacity=100)
+    assert stats.summary()["samples"] == 0
+    for k in range(250):
+        stats.add((k % 100) * 1e-6)
+    summary = stats.summary()
+    assert summary["samples"] == 100 and stats.count == 250
+    assert summary["median_us"] == pytest.approx(49.5)
+    assert summary["max_us"] == pytest.approx(99.0)
+    with pytest.raises(ValueError):
+        LatencyStats(capacity=0)

@@ -1,0 +1,99 @@
+"""Write reports/report.md from the figures `make demo` left in reports/ (JSON files of the
+collect, compare, train and evaluate tools and the live run)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def load(folder: str, name: str) -> dict:
+    with open(os.path.join(folder, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def row(values: list) -> str:
+    return " | ".join(f"{v:.3g}" for v in values)
+
+
+def mse_table(rows: list[tuple[str, dict]], key: str) -> str:
+    lines = ["| | " + " | ".join(f"joint {j + 1}" for j in range(7)) + " |",
+             "|---|" + "---|" * 7]
+    lines += [f"| {name} | {row(stats[key])} |" for name, stats in rows]
+    return "\n".join(lines)
+
+
+def section(title: str, rows: list[tuple[str, dict]]) -> str:
+    parts = [f"### {title}"]
+    for key, unit in (("torque_mse", "(N m)^2"), ("position_mse", "rad^2"),
+                      ("velocity_mse", "(rad/s)^2")):
+        parts += [f"\n{key.split('_')[0]} MSE [{unit}]\n", mse_table(rows, key)]
+    return "\n".join(parts)
+
+
+def reduction(sim: dict, corrected: dict) -> str:
+    factors = [s / c if c > 0 else float("inf")
+               for s, c in zip(sim["torque_mse"], corrected["torque_mse"])]
+    return ", ".join(f"{f:.1f}x" for f in factors)
+
+
+def main(folder: str) -> None:
+    collect = load(folder, "collect.json")
+    gap = load(folder, "gap.json")
+    train = load(folder, "train_realtime.json")
+    evaluation = load(folder, "eval_realtime.json")
+    live_sim = load(folder, "live_sim.json")
+    live_realeasy = load(folder, "live_realeasy.json")
+    label = gap["label"]
+    model = evaluation["model"]
+    sections = []
+    for split, title in (("test", "Held-out test split (joint-space moves)"),
+                         ("cartesian", "Cartesian linear moves (generalisation)")):
+        result = evaluation.get(split)
+        if not result:
+            continue
+        rows = [("Simulation", result["sim"]),
+                (f"Simulation + Realeasy ({model['architecture']})", result["realeasy"])]
+        sections.append(section(f"{title}: {result['trajectories']} trajectories", rows)
+                        + f"\n\ntorque MSE reduction per joint: "
+                          f"{reduction(result['sim'], result['realeasy'])}")
+    live_rows = [("Simulation", live_sim), ("Simulation + Realeasy, live node", live_realeasy)]
+    sections.append(section(f"Live: residual_publisher on {live_sim['trajectories']} new "
+                            f"trajectories (roslaunch)", live_rows)
+                    + f"\n\ntorque MSE reduction per joint: {reduction(live_sim, live_realeasy)}")
+    history = train.get("history", [])
+    report = f"""# sim2real demo report ({label})
+
+All figures compare the nominal simulator (PyBullet, pybullet_data Panda URDF, PID) with the
+**{label}** (MuJoCo, identified Panda dynamics, friction, elasticity, sensor effects). They are
+**not real-robot results**.
+
+- pairs: {collect['trajectories']} {collect['kinds']}, {collect['simulated_seconds']:.0f} s simulated
+  in {collect['wall_seconds']:.0f} s wall ({collect['real_time_factor']:.1f}x real time for both robots)
+- data set: `dataset.npz` (splits in `dataset.json`)
+- Realeasy realtime model: hidden {model['hidden_size']}, {model['num_layers']} LSTM layers,
+  trained {len(history)} epochs ({train.get('stopped', '')}), `realtime.pt`
+- {evaluation['warmup_note']}
+
+## The gap before learning (all {gap['trajectories']} trajectories)
+
+```
+{open(os.path.join(folder, 'gap_table.txt'), encoding='utf-8').read().strip()}
+```
+
+![joint torques, simulation vs {label}](gap_torques.png)
+
+## Realeasy (paper 000 Table II layout)
+
+{chr(10).join(chr(10) + s for s in sections)}
+
+![joint torques: {label} (green), simulation (blue), simulation + Realeasy (red)](realeasy_torques.png)
+"""
+    path = os.path.join(folder, "report.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(report)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

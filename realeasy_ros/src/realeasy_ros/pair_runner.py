@@ -23,13 +23,18 @@ from realeasy_ros.trajectory_generation import TrajectoryGenerator
 
 class PairRunner:
     def __init__(self, generator: TrajectoryGenerator, limits: JointLimits, kinds: Sequence[str],
-                 lead_time: float, settle_time: float = 2.0) -> None:
+                 lead_time: float, settle_time: float = 2.0,
+                 extra_streams: Sequence[str] = ()) -> None:
+        """``extra_streams``: further JointState topics (e.g. the residual publisher's
+        /sim/joint_states_realistic) that must, like both robots, have published past a
+        trajectory's end before the next one starts, and be up before the first."""
         self.generator = generator
         self.limits = limits
         self.kinds = tuple(kinds)
         self.lead_time = lead_time
         self.settle_time = settle_time
         self._latest: dict[str, Optional[float]] = {SIM_NS: None, REAL_NS: None}
+        self._latest.update({name: None for name in extra_streams})
         self._sim_position: Optional[np.ndarray] = None
         self._cond = threading.Condition()
         self._commands = {ns: rospy.Publisher(topic(ns, COMMAND), JointTrajectory, queue_size=2)
@@ -37,6 +42,8 @@ class PairRunner:
         self._events = rospy.Publisher(EVENTS, PairEvent, queue_size=10, latch=True)
         self._subs = [rospy.Subscriber(topic(ns, JOINT_STATES), JointState, self._on_state,
                                        callback_args=ns, queue_size=20) for ns in (SIM_NS, REAL_NS)]
+        self._subs += [rospy.Subscriber(name, JointState, self._on_state, callback_args=name,
+                                        queue_size=20) for name in extra_streams]
 
     def _on_state(self, msg: JointState, namespace: str) -> None:
         with self._cond:
@@ -49,7 +56,8 @@ class PairRunner:
             self._cond.notify_all()
 
     def _wait_until(self, stamp: float) -> bool:
-        """Block until both robots have published a state stamped at or after ``stamp``."""
+        """Block until both robots (and the extra streams) have published a state stamped at or
+        after ``stamp``."""
         with self._cond:
             while not rospy.is_shutdown():
                 latest = self._latest.values()

@@ -2,6 +2,7 @@
 #   make demo    the main job on the embedded default (PyBullet sim vs the reality stand-in)
 #   make test    every test: pytest (libraries), C++ tests, rostest integration tests
 #   make bench   performance figures into bench/results/*.json
+#   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
 # Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
 SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
@@ -15,10 +16,10 @@ APT_PACKAGES := $(shell grep -vE '^\s*(\#|$$)' $(ROOT)/apt-packages.txt)
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo bench clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study clean
 
 help:
-	@echo "make demo | make test | make bench | make setup | make clean"
+	@echo "make demo | make test | make bench | make study | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -63,6 +64,9 @@ demo: setup
 
 bench: setup
 	$(RUN) python $(ROOT)/bench/run_bench.py --out $(ROOT)/bench/results
+
+study: setup
+	$(RUN) bash $(ROOT)/tools/realeasy_study.sh
 
 clean:
 	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

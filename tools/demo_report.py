@@ -61,7 +61,6 @@ def main(folder: str) -> None:
     sections.append(section(f"Live: residual_publisher on {live_sim['trajectories']} new "
                             f"trajectories (roslaunch)", live_rows)
                     + f"\n\ntorque MSE reduction per joint: {reduction(live_sim, live_realeasy)}")
-    history = train.get("history", [])
     report = f"""# sim2real demo report ({label})
 
 All figures compare the nominal simulator (PyBullet, pybullet_data Panda URDF, PID) with the
@@ -72,7 +71,8 @@ All figures compare the nominal simulator (PyBullet, pybullet_data Panda URDF, P
   in {collect['wall_seconds']:.0f} s wall ({collect['real_time_factor']:.1f}x real time for both robots)
 - data set: `dataset.npz` (splits in `dataset.json`)
 - Realeasy realtime model: hidden {model['hidden_size']}, {model['num_layers']} LSTM layers,
-  trained {len(history)} epochs ({train.get('stopped', '')}), `realtime.pt`
+  best epoch {train['best_epoch']} of {train['epochs_run']} ({train['wall_seconds']:.0f} s;
+  {train['stopped_early'] or 'ran all epochs'}), `realtime.pt`
 - {evaluation['warmup_note']}
 
 ## The gap before learning (all {gap['trajectories']} trajectories)

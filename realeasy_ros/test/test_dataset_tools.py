@@ -290,13 +290,19 @@ def test_compare_script(bag_path, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Table II" in proc.stdout and "multi" in proc.stdout
     figures = json.load(open(js))
-    assert set(figures) == {"position_mse", "velocity_mse", "torque_mse", "trajectories", "label"}
+    assert set(figures) == {"position_mse", "velocity_mse", "torque_mse", "trajectories", "label",
+                            "sim_topic"}
+    assert figures["sim_topic"] == "/sim/joint_states"
     assert all(len(figures[k]) == 7 for k in ("position_mse", "velocity_mse", "torque_mse"))
     assert figures["trajectories"] == N_TRAJECTORIES and figures["label"] == LABEL
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     proc = run_script("compare", "--bag", bag_path, "--json", js, "--plot", png,
                       "--trajectory", "1234")
     assert proc.returncode == 2 and proc.stderr.startswith("error: trajectory 1234")
+    # a bag recorded without the live residual publisher has no corrected stream to compare
+    proc = run_script("compare", "--bag", bag_path, "--json", js, "--plot", png,
+                      "--sim-topic", "/sim/joint_states_realistic")
+    assert proc.returncode == 2 and "lacks the topic(s) /sim/joint_states_realistic" in proc.stderr
 
 
 @pytest.mark.parametrize("case", ["truncated", "random", "missing"])

@@ -122,7 +122,7 @@ def test_sampler_draws_with_replacement_when_trajectories_are_few():
     {"dropout": 1.0}, {"window_fraction": 0.0}, {"window_fraction": 1.2},
     {"learning_rate": -1e-3}, {"learning_rate": float("nan")}, {"warmup_seconds": -0.1},
     {"device": "tpu"}, {"max_minutes": 0.0}, {"grad_clip": 0.0}, {"lr_decay": 1.0},
-    {"seed": -1}, {"position_weight": -1.0}, {"position_weight": 0.0, "velocity_weight": 0.0,
+    {"seed": -1}, {"weighting": "inverse"}, {"position_weight": -1.0}, {"position_weight": 0.0, "velocity_weight": 0.0,
                                                "torque_weight": 0.0}, {"input_size": 20}])
 def test_config_rejects_bad_values(change):
     with pytest.raises(ConfigError) as info:
@@ -137,6 +137,31 @@ def test_config_defaults_and_warmup():
     assert TrainingConfig(architecture="precise").warmup_steps(100.0) == 0
     assert config.resolve_device().type in ("cpu", "cuda")
     torch.testing.assert_close(config.loss_weights(), torch.ones(21))
+
+
+def test_gap_weights_equalise_the_columns():
+    rng = np.random.default_rng(0)
+    gap = np.full(21, 1e-2)
+    gap[3], gap[20] = 1e-4, 1e-8          # a small gap and one below the floor
+    trajectories = []
+    for _ in range(4):
+        x = rng.uniform(0, 1, (500, 21))
+        trajectories.append((x, x + rng.normal(0, 1, (500, 21)) * np.sqrt(gap)))
+    weights = training.gap_weights(trajectories).numpy()
+    measured = np.mean(np.concatenate([(y - x) ** 2 for x, y in trajectories]), axis=0)
+    np.testing.assert_allclose(weights[:20] * measured[:20], 1.0, rtol=1e-5)
+    assert weights[3] == pytest.approx(100 * weights[0], rel=0.1)
+    assert weights[20] == pytest.approx(1.0 / (1e-3 * measured.max()), rel=1e-5)   # the floor
+    with pytest.raises(ConfigError, match="no gap"):
+        training.gap_weights([(x, x) for x, _ in trajectories])
+
+
+def test_gap_weighting_trains_and_is_recorded(dataset):
+    config = TrainingConfig(weighting="gap", **dict(TINY, epochs=3, batches_per_epoch=5))
+    result = train_model(dataset, config)
+    meta = result.metadata
+    assert meta["config"]["weighting"] == "gap"
+    assert meta["best_validation_loss"] < meta["initial_validation_loss"]
 
 
 # --- training ----------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ from realeasy_ros.model import ARCHITECTURES, PRECISE, REALTIME, ModelSpec, buil
 from realeasy_ros.model_file import RealeasyModel
 
 DEVICES = ("auto", "cpu", "cuda")
+EQUAL, GAP = "equal", "gap"
+WEIGHTINGS = (EQUAL, GAP)   # loss column weighting: paper 000 (equal) or by the sim-real gap
+GAP_FLOOR = 1e-3
 MIN_LOSS_STEPS = 5    # a trajectory must have this many steps after the warm-up to be used
 
 EpochCallback = Callable[[dict], None]   # called with each history record
@@ -65,6 +68,7 @@ class TrainingConfig:
     position_weight: float = 1.0
     velocity_weight: float = 1.0
     torque_weight: float = 1.0
+    weighting: str = EQUAL               # equal (paper) | gap: columns weighted by 1 / sim-real gap
     warmup_seconds: float = 0.2          # T_Warmup of Algorithm 2 (realtime network only)
     device: str = "auto"                 # auto: cuda when available, else cpu
     max_minutes: Optional[float] = None  # wall-clock budget; training stops early when spent
@@ -73,6 +77,9 @@ class TrainingConfig:
         if self.architecture not in ARCHITECTURES:
             raise ConfigError(f"architecture must be one of {', '.join(ARCHITECTURES)}, "
                               f"got {self.architecture!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise ConfigError(f"weighting must be one of {', '.join(WEIGHTINGS)}, "
+                              f"got {self.weighting!r}")
         if self.device not in DEVICES:
             raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         for name in ("input_size", "hidden_size", "num_layers", "epochs", "batches_per_epoch",
@@ -130,6 +137,20 @@ class TrainingConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def gap_weights(trajectories: Sequence[tuple[np.ndarray, np.ndarray]],
+                floor: float = GAP_FLOOR) -> torch.Tensor:
+    """Column weights 1 / MSE(Y - X) over the (normalised) training trajectories: the MSrE then
+    measures each column's error relative to the simulation's own gap there, so a joint whose
+    torques span a small part of the normalised range (the Panda's wrist, joint 1 at rest) counts
+    as much as one whose gap is large. Gaps below ``floor`` x the largest are raised to it."""
+    gap = np.mean(np.concatenate([(y - x) ** 2 for x, y in trajectories]), axis=0)
+    gap = np.maximum(gap, floor * gap.max())
+    if not np.all(np.isfinite(gap)) or gap.max() <= 0.0:
+        raise ConfigError("the training data show no gap between simulation and reality to "
+                          "weight the loss by (use weighting 'equal')")
+    return torch.as_tensor(1.0 / gap, dtype=torch.float32)
 
 
 def _is_real(value: Any) -> bool:
@@ -287,7 +308,10 @@ def train_model(dataset: Dataset, config: TrainingConfig,
         say(f"skipping {len(train_all) - len(train)} training trajectories shorter than "
             f"{shortest} steps")
     validation = dataset.trajectories("validation")
-    weights = config.loss_weights().to(device)
+    weights = config.loss_weights()
+    if config.weighting == GAP:
+        weights = weights * gap_weights(train)
+    weights = weights.to(device)
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)

@@ -10,6 +10,7 @@ import threading
 import time
 import unittest
 
+import rosgraph
 import rospy
 import rostest
 
@@ -32,7 +33,6 @@ class RecordPairs(unittest.TestCase):
                 with lock:
                     ends.append(msg.trajectory_id)
 
-        rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
         folder = tempfile.mkdtemp(prefix="realeasy_rostest_")
         bag = os.path.join(folder, "pairs.bag")
         # `rosrun` execs the C++ recorder itself (the `rosbag` wrapper would exit on SIGINT before
@@ -40,6 +40,16 @@ class RecordPairs(unittest.TestCase):
         recorder = subprocess.Popen(["rosrun", "rosbag", "record", "-O", bag, *TOPICS],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
+        # the runner (wait_for_recorder) starts once /pairs/event has a subscriber: let the
+        # recorder be that first subscriber, on every topic, before the test listens too
+        master = rosgraph.Master(rospy.get_name())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            subscribers = dict(master.getSystemState()[1])
+            if all(any(n != rospy.get_name() for n in subscribers.get(t, [])) for t in TOPICS):
+                break
+            time.sleep(0.05)
+        rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
         try:
             deadline = time.monotonic() + 200
             while time.monotonic() < deadline and len(ends) < 2:

@@ -24,10 +24,13 @@ from realeasy_ros.trajectory_generation import TrajectoryGenerator
 class PairRunner:
     def __init__(self, generator: TrajectoryGenerator, limits: JointLimits, kinds: Sequence[str],
                  lead_time: float, settle_time: float = 2.0,
-                 extra_streams: Sequence[str] = ()) -> None:
+                 extra_streams: Sequence[str] = (), wait_for_recorder: bool = False) -> None:
         """``extra_streams``: further JointState topics (e.g. the residual publisher's
         /sim/joint_states_realistic) that must, like both robots, have published past a
-        trajectory's end before the next one starts, and be up before the first."""
+        trajectory's end before the next one starts, and be up before the first.
+        ``wait_for_recorder``: start only once something (``rosbag record``) subscribes to
+        /pairs/event, so that a recorder starting late does not miss the first pair."""
+        self.wait_for_recorder = wait_for_recorder
         self.generator = generator
         self.limits = limits
         self.kinds = tuple(kinds)
@@ -68,6 +71,12 @@ class PairRunner:
 
     def run(self, count: int) -> int:
         """Run ``count`` pairs; returns how many completed."""
+        if self.wait_for_recorder:
+            rospy.loginfo("pair_runner: waiting for a recorder subscribed to %s", EVENTS)
+            while self._events.get_num_connections() == 0:
+                if rospy.is_shutdown():
+                    return 0
+                rospy.sleep(0.05)
         if not self._wait_until(0.0):
             return 0
         # let the robots settle at rest (and their subscribers connect to the command topics)

@@ -1,6 +1,7 @@
 """The Realeasy networks (paper 000 §IV-C, Algorithms 1-3), the MSrE loss (§IV-A, eq. 9-10) and
 the model file (safe loading: no code runs from a model file)."""
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -203,6 +204,12 @@ def test_load_model_refuses_bad_files(limits, tmp_path):
     evil = tmp_path / "evil.pt"
     torch.save(dict(payload, metadata={"note": _Payload(str(marker))}), str(evil))
     assert "refused" in _error(evil)
+    assert not marker.exists()
+    # a raw pickle (not a torch zip) carrying the payload is refused as well
+    raw = tmp_path / "evil.pkl"
+    with open(raw, "wb") as f:
+        pickle.dump({"format": FORMAT, "note": _Payload(str(marker))}, f, protocol=4)
+    assert "safe loader stopped" in _error(raw) and "weights_only` set to `False" not in _error(raw)
     assert not marker.exists()
     torch.load(str(evil), weights_only=False)          # the payload is live: plain
     assert marker.exists()                             # unpickling runs it

@@ -115,13 +115,15 @@ def load_model(path: str, architecture: Optional[str] = None) -> RealeasyModel:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:   # noqa: BLE001 - torch raises many kinds for a bad file
         detail = " ".join(str(exc).split())
-        if "weights_only" in detail or "Unsupported global" in detail:
-            found = re.search(r"GLOBAL ([\w.]+)", detail)
-            what = f" ({found.group(1)})" if found else ""
+        found = re.search(r"GLOBAL ([\w.]+)", detail)
+        if found:   # the restricted unpickler met a global: a class or function to call
             raise _fail(path, f"refused: it holds objects other than tensors and plain "
-                              f"values{what}; loading it could run code") from exc
-        raise _fail(path, f"not a torch model file, or corrupt ({detail[:200] or type(exc).__name__})"
-                    ) from exc
+                              f"values ({found.group(1)}); loading it could run code") from exc
+        unpickler = re.search(r"WeightsUnpickler error: (.*?)(?: Check the documentation|$)",
+                              detail)
+        reason = unpickler.group(1) if unpickler else (detail[:200] or type(exc).__name__)
+        raise _fail(path, f"not a tensors-only torch model file, or corrupt; the safe loader "
+                          f"stopped ({reason})") from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise _fail(path, f"not a Realeasy model file (no format '{FORMAT}')")
     missing = [k for k in _REQUIRED if k not in payload]

@@ -5,11 +5,13 @@
 # individual_b.yaml, STUDY_TRANSFER_TRAJECTORIES, default 80); trains the realtime and the
 # precise network (STUDY_TRAIN_MINUTES each, default 10); evaluates both on the held-out test
 # split, the Cartesian set and the whole transfer set. Output: build/study/ (bags, data sets,
-# models) and realeasy_ros/results/ (JSON, tables, plots). About 35 minutes on 2 cores.
+# models; STUDY_WORK) and realeasy_ros/results/ (JSON, tables, plots; STUDY_RESULTS).
+# STUDY_ARCHS selects the networks (default "realtime precise"). About 35 minutes on 2 cores.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-work="$root/build/study"
-results="$root/realeasy_ros/results"
+work="${STUDY_WORK:-$root/build/study}"
+results="${STUDY_RESULTS:-$root/realeasy_ros/results}"
+archs="${STUDY_ARCHS:-realtime precise}"
 n="${STUDY_TRAJECTORIES:-400}"
 n_b="${STUDY_TRANSFER_TRAJECTORIES:-80}"
 minutes="${STUDY_TRAIN_MINUTES:-10}"
@@ -35,7 +37,7 @@ if [ ! -f "$work/dataset_b.npz" ]; then
     --json "$work/dataset_b.json"
 fi
 
-for arch in realtime precise; do
+for arch in $archs; do
   echo "== train the $arch network (at most $minutes min)"
   rosrun realeasy_ros train --data "$work/dataset_a.npz" --model "$arch" --out "$work/$arch.pt" \
     "${train_args[@]}" --json "$results/train_$arch.json"

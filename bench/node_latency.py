@@ -30,6 +30,7 @@ from typing import Optional
 import numpy as np
 
 HERE = os.path.abspath(__file__)
+MODEL_HIDDEN = 64   # the size make demo / make study train; the timing does not depend on weights
 INPUT = "/sim/joint_states"
 OUTPUT = "/sim/joint_states_realistic"
 
@@ -205,12 +206,13 @@ def bench_node_latency(seconds: float = 60.0, rate: float = 1000.0,
     model_note = model
     if model is None:   # the timing does not depend on the weights, only on the sizes
         limits = JointLimits.from_yaml()
-        spec = ModelSpec()
+        spec = ModelSpec(hidden_size=MODEL_HIDDEN)
         model = os.path.join(folder, "untrained.pt")
         RealeasyModel(build_network(spec), spec, JointLimitScaler.from_limits(limits),
                       limits.joint_names, rate, 20, {"label": "bench (untrained weights)"}
                       ).save(model)
-        model_note = "default-size realtime model (hidden 21, 2 layers), untrained weights"
+        model_note = (f"realtime model of the size make demo/study train (hidden {MODEL_HIDDEN}, "
+                      f"2 layers), untrained weights")
     port = _free_port()
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
     env.pop("ROS_HOSTNAME", None)

@@ -8,6 +8,8 @@ REALISTIC = "joint_states_realistic"   # corrected sim joint states (X + NN(X), 
 COMMAND = "joint_trajectory_controller/command"
 EVENTS = "/pairs/event"
 LABEL = "/real/label"
+# PairEvent.event values (msg/PairEvent.msg), for readers that do not load the message module
+EVENT_START, EVENT_END = 0, 1
 DEFAULT_LABEL = "reality stand-in"
 
 

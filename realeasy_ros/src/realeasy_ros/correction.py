@@ -26,44 +26,35 @@ import rosbag
 from sensor_msgs.msg import JointState
 
 from realeasy_ros.alignment import Progress
-from realeasy_ros.bag_layout import EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
+from realeasy_ros.bag_layout import EVENT_START, EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
 from realeasy_ros.errors import BagError
+from realeasy_ros.joint_state_layout import InvalidJointState, JointStateLayout
 from realeasy_ros.model_file import RealeasyModel
 from realeasy_ros.model import PRECISE
-from realeasy_ros.pair_bag import BAG_READ_ERRORS
+from realeasy_ros.pair_bag import BAG_READ_ERRORS, unreadable_bag
 
 SIM_TOPIC = topic(SIM_NS, JOINT_STATES)
 REALISTIC_TOPIC = topic(SIM_NS, REALISTIC)
 RATE_TOLERANCE = 0.05          # relative difference of the sim stream's rate from the model's
 CALLER_ID = "/realeasy_correct"
-_START = 0                     # PairEvent.START (msg/PairEvent.msg)
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
-class InvalidSample(ValueError):
-    """A JointState that cannot be corrected (missing joint, wrong lengths, NaN/Inf)."""
+InvalidSample = InvalidJointState   # a JointState that cannot be corrected
 
 
 def state_from_msg(msg: JointState, joint_names: Sequence[str]) -> np.ndarray:
     """[q, qd, tau] (3 dof,) of ``msg`` in the order ``joint_names`` (mapped by name);
     InvalidSample if a joint is missing or repeated, an array does not have one value per name,
     or a value or the stamp is not finite."""
-    names = list(msg.name)
-    if len(set(names)) != len(names):
-        raise InvalidSample("repeated joint names")
-    for what, values in (("position", msg.position), ("velocity", msg.velocity),
-                         ("effort", msg.effort)):
-        if len(values) != len(names):
-            raise InvalidSample(f"{what} has {len(values)} values for {len(names)} names")
-    index = {n: i for i, n in enumerate(names)}
-    missing = [n for n in joint_names if n not in index]
-    if missing:
-        raise InvalidSample(f"missing joint(s) {', '.join(missing)}")
-    order = [index[n] for n in joint_names]
-    state = np.concatenate([np.asarray(v, dtype=float)[order]
-                            for v in (msg.position, msg.velocity, msg.effort)])
-    if not (np.all(np.isfinite(state)) and np.isfinite(msg.header.stamp.to_sec())):
-        raise InvalidSample("NaN/Inf")
+    return _state(msg, JointStateLayout(joint_names))
+
+
+def _state(msg: JointState, layout: JointStateLayout) -> np.ndarray:
+    state = np.empty(3 * layout.dof)
+    layout.fill(msg.name, msg.position, msg.velocity, msg.effort, state)
+    if not np.isfinite(msg.header.stamp.to_sec()):
+        raise InvalidSample("NaN/Inf stamp")
     return state
 
 
@@ -92,18 +83,19 @@ class SimStream:
 def read_sim_stream(bag: rosbag.Bag, joint_names: Sequence[str]) -> SimStream:
     """The sim stream and the START events of an open bag (one pass, raw reading so that each
     message is identified by its position in the file)."""
+    layout = JointStateLayout(joint_names)
     keys, headers, stamps, states, starts = [], [], [], [], []
     messages = skipped = 0
     for name, raw, _ in bag.read_messages(topics=[SIM_TOPIC, EVENTS], raw=True):
         msg = raw[4]()
         msg.deserialize(raw[1])
         if name == EVENTS:
-            if int(msg.event) == _START:
+            if int(msg.event) == EVENT_START:
                 starts.append(msg.header.stamp.to_sec())
             continue
         messages += 1
         try:
-            states.append(state_from_msg(msg, joint_names))
+            states.append(_state(msg, layout))
         except InvalidSample:
             skipped += 1
             continue
@@ -178,25 +170,9 @@ class _Counted:
         return iter(self.items)
 
 
-def _realistic_msg(header, state: np.ndarray, joint_names: Sequence[str]) -> JointState:
-    dof = len(joint_names)
-    msg = JointState()
-    msg.header.seq, msg.header.stamp, msg.header.frame_id = header.seq, header.stamp, header.frame_id
-    msg.name = list(joint_names)
-    msg.position = state[:dof].tolist()
-    msg.velocity = state[dof:2 * dof].tolist()
-    msg.effort = state[2 * dof:].tolist()
-    return msg
-
-
 def _realistic_connection() -> dict:
     return {"topic": REALISTIC_TOPIC, "type": JointState._type, "md5sum": JointState._md5sum,
             "message_definition": JointState._full_text, "callerid": CALLER_ID, "latching": "0"}
-
-
-def _unreadable(path: str, exc: Exception) -> BagError:
-    detail = " ".join(str(exc).split()) or type(exc).__name__
-    return BagError(f"cannot read bag {path}: not a bag or corrupt ({detail})")
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -206,10 +182,11 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _write_corrected(bag: rosbag.Bag, path: str, stream: SimStream, corrected: np.ndarray,
-                     joint_names: Sequence[str], progress: Optional[Progress]) -> tuple[int, int]:
+                     layout: JointStateLayout, progress: Optional[Progress]) -> tuple[int, int]:
     """Copy every message of ``bag`` to a new bag ``path`` (same compression), each valid sim
     message followed by its corrected twin at the same bag time. Returns (copied, written)."""
     row_of = {key: i for i, key in enumerate(stream.keys)}
+    connection = _realistic_connection()
     copied = written = 0
     entries = bag.read_messages(raw=True, return_connection_header=True)
     if progress is not None:
@@ -220,9 +197,8 @@ def _write_corrected(bag: rosbag.Bag, path: str, stream: SimStream, corrected: n
             copied += 1
             row = row_of.get(raw[3]) if name == SIM_TOPIC else None
             if row is not None:
-                out.write(REALISTIC_TOPIC,
-                          _realistic_msg(stream.headers[row], corrected[row], joint_names),
-                          stamp, connection_header=_realistic_connection())
+                out.write(REALISTIC_TOPIC, layout.message(stream.headers[row], corrected[row]),
+                          stamp, connection_header=connection)
                 written += 1
     return copied, written
 
@@ -262,8 +238,8 @@ def correct_bag(in_path: str, model: RealeasyModel, out_path: str,
             corrected, sequences = correct_stream(model, stream)
             os.makedirs(folder, exist_ok=True)
             try:
-                copied, written = _write_corrected(bag, tmp, stream, corrected, model.joint_names,
-                                                   progress)
+                copied, written = _write_corrected(
+                    bag, tmp, stream, corrected, JointStateLayout(model.joint_names), progress)
                 os.replace(tmp, out_path)
             finally:
                 if os.path.exists(tmp):
@@ -276,9 +252,9 @@ def correct_bag(in_path: str, model: RealeasyModel, out_path: str,
             raise   # the output's folder or file (permissions, a directory): reported as it is
         if exc.errno in _WRITE_ERRNOS:
             raise BagError(f"cannot write {out_path}: {exc.strerror}") from exc
-        raise _unreadable(in_path, exc) from exc
+        raise unreadable_bag(in_path, exc) from exc
     except BAG_READ_ERRORS as exc:
-        raise _unreadable(in_path, exc) from exc
+        raise unreadable_bag(in_path, exc) from exc
     warmup = 0 if model.architecture == PRECISE else min(int(model.warmup_steps), len(stream))
     return CorrectionSummary(
         input=in_path, output=out_path, architecture=model.architecture,

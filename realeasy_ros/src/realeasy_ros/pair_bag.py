@@ -23,19 +23,24 @@ import genpy
 import numpy as np
 import rosbag
 
-from realeasy_ros.bag_layout import DEFAULT_LABEL, EVENTS, JOINT_STATES, LABEL, REAL_NS, SIM_NS, topic
+from realeasy_ros.bag_layout import (DEFAULT_LABEL, EVENT_END, EVENT_START, EVENTS, JOINT_STATES,
+                                     LABEL, REAL_NS, SIM_NS, topic)
 from realeasy_ros.errors import BagError
 from realeasy_ros.ros_conversions import measurement_from_msg
 
 SIM_JOINT_STATES = topic(SIM_NS, JOINT_STATES)
 REAL_JOINT_STATES = topic(REAL_NS, JOINT_STATES)
 
-# PairEvent.event values (see msg/PairEvent.msg)
-_START, _END = 0, 1
 
 # Everything rosbag and genpy raise for a file that is not a readable bag.
 BAG_READ_ERRORS = (rosbag.ROSBagException, struct.error, OSError, EOFError, ValueError,
                     genpy.DeserializationError, zlib.error)
+
+
+def unreadable_bag(path: str, exc: Exception) -> BagError:
+    """The one-line error for a file rosbag cannot read (one of BAG_READ_ERRORS)."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    return BagError(f"cannot read bag {path}: not a bag or corrupt ({detail})")
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,10 @@ def _pair_events(events: dict[int, dict[int, tuple[float, str]]]) -> tuple[list,
     """(id, kind, start, end) of every id with one START before its END; the rest is counted."""
     complete, unpaired = [], 0
     for trajectory_id, by_kind in events.items():
-        if _START in by_kind and _END in by_kind and by_kind[_END][0] > by_kind[_START][0]:
-            start, kind = by_kind[_START]
-            complete.append((trajectory_id, kind, start, by_kind[_END][0]))
+        if (EVENT_START in by_kind and EVENT_END in by_kind
+                and by_kind[EVENT_END][0] > by_kind[EVENT_START][0]):
+            start, kind = by_kind[EVENT_START]
+            complete.append((trajectory_id, kind, start, by_kind[EVENT_END][0]))
         else:
             unpaired += 1
     complete.sort(key=lambda item: (item[2], item[0]))
@@ -189,8 +195,7 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
         raise BagError(f"bag {path} has no index, it looks truncated (recording interrupted?); "
                        f"try 'rosbag reindex {path}'") from exc
     except BAG_READ_ERRORS as exc:
-        detail = " ".join(str(exc).split()) or type(exc).__name__
-        raise BagError(f"cannot read bag {path}: not a bag or corrupt ({detail})") from exc
+        raise unreadable_bag(path, exc) from exc
     complete, unpaired = _pair_events(events)
     if not complete:
         raise BagError(f"bag {path} has no complete START/END pair on {EVENTS}")

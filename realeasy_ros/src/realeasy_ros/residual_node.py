@@ -51,7 +51,6 @@ class ResidualPublisherNode:
         self.model = model
         self.stream = ResidualStream(model)
         self.latency = LatencyStats(int(rospy.get_param("~latency_window", 60000)))
-        self.dof = model.dof
         self._lock = threading.Lock()
         self._stamps: list[float] = []
         self._rate_checked = False
@@ -72,16 +71,6 @@ class ResidualPublisherNode:
                       model.spec.hidden_size, model.spec.num_layers, model.rate,
                       model.metadata.get("label", "?"), model.warmup_steps)
 
-    def _message(self, template: JointState, values) -> JointState:
-        msg = JointState()
-        msg.header = template.header
-        msg.name = self.stream.joint_names
-        dof = self.dof
-        msg.position = values[:dof].tolist()
-        msg.velocity = values[dof:2 * dof].tolist()
-        msg.effort = values[2 * dof:].tolist()
-        return msg
-
     def _on_state(self, msg: JointState) -> None:
         received = time.perf_counter()
         stamp = msg.header.stamp.to_sec()
@@ -91,8 +80,8 @@ class ResidualPublisherNode:
             except InvalidJointState as exc:
                 rospy.logerr_throttle(1.0, f"{rospy.get_name()}: joint state dropped: {exc}")
                 return
-            realistic = self._message(msg, self.stream.corrected)
-            residual = self._message(msg, self.stream.residual)
+            realistic = self.stream.layout.message(msg.header, self.stream.corrected)
+            residual = self.stream.layout.message(msg.header, self.stream.residual)
         self._realistic.publish(realistic)
         self._residual.publish(residual)
         self.latency.add(time.perf_counter() - received)

@@ -97,14 +97,17 @@ class Dataset:
         unknown = [s for s in wanted if s not in SPLITS]
         if unknown:
             raise ValueError(f"unknown split(s) {unknown}; choose from {SPLITS}")
-        out = []
-        for i in np.flatnonzero(np.isin(self.split, wanted)):
-            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-            sim, real = self.sim[a:b], self.real[a:b]
-            if not normalised:
-                sim, real = self.scaler.inverse_transform(sim), self.scaler.inverse_transform(real)
-            out.append((sim, real))
-        return out
+        return [self.trajectory(int(i), normalised)
+                for i in np.flatnonzero(np.isin(self.split, wanted))]
+
+    def trajectory(self, index: int, normalised: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(sim, real) of shape (T, 3 dof) of trajectory ``index`` (rows offsets[index] to
+        offsets[index + 1]), normalised or in physical units."""
+        a, b = int(self.offsets[index]), int(self.offsets[index + 1])
+        sim, real = self.sim[a:b], self.real[a:b]
+        if not normalised:
+            sim, real = self.scaler.inverse_transform(sim), self.scaler.inverse_transform(real)
+        return sim, real
 
     def save(self, path: str) -> None:
         """Write a compressed npz without pickled objects (atomically: temp file, then rename)."""

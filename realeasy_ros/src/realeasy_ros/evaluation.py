@@ -68,29 +68,19 @@ def split_trajectories(dataset: Dataset, split: str) -> list[tuple[np.ndarray, n
 
 def model_summary(model: "RealeasyModel") -> dict:
     """The model's figures as they appear in the evaluation output."""
-    warmup = effective_warmup(model)
+    warmup = model.effective_warmup_steps
     return {"architecture": model.architecture, "hidden_size": model.spec.hidden_size,
             "num_layers": model.spec.num_layers, "rate": float(model.rate),
             "warmup_steps": warmup, "warmup_seconds": warmup / float(model.rate)}
 
 
-def _is_realtime(model: "RealeasyModel") -> bool:
-    from realeasy_ros.model import REALTIME   # the model is loaded, so torch already is
-    return model.architecture == REALTIME
-
-
-def effective_warmup(model: "RealeasyModel") -> int:
-    """Steps at the start of a sequence during which the simulator's state is used unchanged:
-    T_Warmup for the realtime model (Algorithm 2), none for the precise one (Algorithm 1)."""
-    return int(model.warmup_steps) if _is_realtime(model) else 0
-
-
 def warmup_note(model: "RealeasyModel") -> str:
     """One sentence on how the start of every trajectory was treated."""
-    if not _is_realtime(model):
+    from realeasy_ros.model import REALTIME   # the model is loaded, so torch already is
+    if model.architecture != REALTIME:
         return (f"{model.architecture} model (bidirectional, Algorithm 1) evaluated on whole "
                 f"trajectories; it needs no warm-up.")
-    steps = effective_warmup(model)
+    steps = model.effective_warmup_steps
     if steps == 0:
         return (f"{model.architecture} model evaluated without warm-up: the network corrects "
                 f"from the first step of every trajectory.")
@@ -205,10 +195,3 @@ def trajectory_index(dataset: Dataset, splits: Sequence[str],
         if chosen.size:
             return int(chosen[0])
     raise ConfigError(f"no trajectory to plot in the split(s) {', '.join(splits)}")
-
-
-def trajectory_arrays(dataset: Dataset, index: int) -> tuple[np.ndarray, np.ndarray]:
-    """(sim, real) in physical units of trajectory ``index`` of the data set."""
-    a, b = int(dataset.offsets[index]), int(dataset.offsets[index + 1])
-    return (dataset.scaler.inverse_transform(dataset.sim[a:b]),
-            dataset.scaler.inverse_transform(dataset.real[a:b]))

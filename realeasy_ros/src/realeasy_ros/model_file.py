@@ -50,6 +50,12 @@ class RealeasyModel:
     def dof(self) -> int:
         return len(self.joint_names)
 
+    @property
+    def effective_warmup_steps(self) -> int:
+        """Steps at the start of a sequence whose residual is not used: T_Warmup for the
+        realtime network (Algorithm 2), none for the precise one (Algorithm 1)."""
+        return int(self.warmup_steps) if self.architecture == REALTIME else 0
+
     def check_compatible(self, joint_names: Sequence[str], source: str = "the data") -> None:
         """ConfigError unless ``joint_names`` are the model's joints in the model's order."""
         if tuple(joint_names) != self.joint_names:
@@ -69,8 +75,8 @@ class RealeasyModel:
         self.network.eval()
         x = torch.as_tensor(self.scaler.transform(states), dtype=torch.float32)[None]
         residual = self.network(x)[0].double().numpy() * self.scaler.scale
-        if warmup and self.architecture == REALTIME:
-            residual[:self.warmup_steps] = 0.0
+        if warmup:
+            residual[:self.effective_warmup_steps] = 0.0
         return residual
 
     def correct(self, states: np.ndarray, warmup: bool = True) -> np.ndarray:

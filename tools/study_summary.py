@@ -21,6 +21,11 @@ def fmt(values: list) -> str:
     return " | ".join(f"{v:.2e}" for v in values)
 
 
+def torque_reduction(block: dict) -> list[float]:
+    """sim / Realeasy torque MSE per joint, as `evaluate` reports it (None: Realeasy MSE 0)."""
+    return [float("inf") if f is None else f for f in block["reduction"]["torque"]]
+
+
 def table(split: str, evaluations: dict[str, dict]) -> list[str]:
     first = next(iter(evaluations.values()))[split]
     lines = [f"| {split} ({first['trajectories']} trajectories) | | " +
@@ -31,8 +36,7 @@ def table(split: str, evaluations: dict[str, dict]) -> list[str]:
             lines.append(f"| Simulation + Realeasy ({arch}) | {name} | "
                          f"{fmt(result[split]['realeasy'][key])} |")
     for arch, result in evaluations.items():
-        factors = [s / r for s, r in zip(result[split]["sim"]["torque_mse"],
-                                         result[split]["realeasy"]["torque_mse"])]
+        factors = torque_reduction(result[split])
         lines.append(f"| torque reduction ({arch}) | sim / Realeasy | "
                      + " | ".join(f"{f:.1f}x" for f in factors) + " |")
     return lines
@@ -40,7 +44,7 @@ def table(split: str, evaluations: dict[str, dict]) -> list[str]:
 
 def targets(split: str, result: dict, factor: float) -> dict:
     sim, real = result[split]["sim"], result[split]["realeasy"]
-    reduction = [s / r for s, r in zip(sim["torque_mse"], real["torque_mse"])]
+    reduction = torque_reduction(result[split])
     return {"split": split, "torque_factor_target": factor,
             "torque_reduction_min": min(reduction),
             "torque_joints_meeting": sum(f >= factor for f in reduction),

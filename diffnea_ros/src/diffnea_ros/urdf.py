@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -205,3 +205,26 @@ def load_robot(source: str) -> RobotDescription:
         name=root.get("name", "robot"), root_link=roots[0], root_mass=root_mass,
         bodies=tuple(bodies), joint_names=tuple(bodies[i].joint_name for i in movable),
         joint_body=tuple(movable), urdf_text=text)
+
+
+def lock_joints(description: RobotDescription, locked: "tuple[str, ...] | list[str]") -> RobotDescription:
+    """The same tree with the named movable joints fixed at zero position (like Pinocchio's
+    buildReducedModel), e.g. the Panda's finger joints when the data carry the arm's seven."""
+    unknown = [n for n in locked if n not in description.joint_names]
+    if unknown:
+        raise UrdfError(f"cannot lock {unknown}: not movable joints of '{description.name}'")
+    bodies = tuple(replace(b, joint_type="fixed", axis=np.zeros(3)) if b.joint_name in locked else b
+                   for b in description.bodies)
+    movable = tuple(i for i, b in enumerate(bodies) if b.movable)
+    if not movable:
+        raise UrdfError("locking those joints leaves no movable joint")
+    return replace(description, bodies=bodies, joint_names=tuple(bodies[i].joint_name for i in movable),
+                   joint_body=movable)
+
+
+def with_inertials(description: RobotDescription, mass: np.ndarray, com: np.ndarray,
+                   inertia: np.ndarray) -> RobotDescription:
+    """The same tree with every body's inertials replaced ((nb,), (nb, 3), (nb, 3, 3))."""
+    bodies = tuple(replace(b, mass=float(m), com=np.array(c, dtype=float), inertia=np.array(i, dtype=float))
+                   for b, m, c, i in zip(description.bodies, mass, com, inertia))
+    return replace(description, bodies=bodies)

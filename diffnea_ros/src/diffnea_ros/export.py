@@ -1,0 +1,257 @@
+"""Writing identified dynamics parameters back out: a copy of the URDF with new inertials and
+joint dynamics (for the simulator, closing the loop of paper 002's system identification), and
+a YAML summary.
+
+Numbers are written with ``repr`` precision, so parsing them back gives exactly the same
+float64 values. Inertials are written about the centre of mass in link-frame axes (origin
+``xyz`` = com, ``rpy`` = 0), the convention of :mod:`diffnea_ros.urdf`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import xml.etree.ElementTree as ET
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+import yaml
+
+from diffnea_ros.errors import ConsistencyError, DiffneaError, UrdfError
+
+# (mass [kg], com (3,) [m] in the link frame, inertia (3, 3) [kg m^2] about the com)
+LinkInertial = tuple[float, Sequence[float], Sequence[Sequence[float]]]
+
+INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+_INERTIA_INDEX = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+FRICTION_KEYS = ("phi1", "phi2", "phi3")   # tau_f = phi1 / (1 + exp(-phi2 (qd + phi3))) - ...
+SYMMETRY_TOLERANCE = 1e-9                  # relative asymmetry accepted in an inertia matrix
+
+ET.register_namespace("xacro", "http://www.ros.org/wiki/xacro")
+_PROLOG_ITEM = re.compile(r"\s+|<!--.*?-->|<\?.*?\?>|<!DOCTYPE[^>]*>", re.S)
+_DECLARATION = re.compile(r"\s*<\?xml[^>]*\?>\s*")
+
+
+def _number(value: float, what: str) -> float:
+    x = float(value)
+    if not math.isfinite(x):
+        raise ConsistencyError(f"{what} is {x}; only finite parameters can be exported")
+    return x
+
+
+def _fmt(*values: float) -> str:
+    return " ".join(repr(float(v)) for v in values)
+
+
+def _checked_inertial(name: str, inertial: LinkInertial) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, com (3,), symmetric inertia (3, 3)) as float64, finite and well shaped."""
+    try:
+        mass, com, inertia = inertial
+    except (TypeError, ValueError):
+        raise DiffneaError(f"link {name}: expected (mass, com, inertia), got "
+                           f"{inertial!r}") from None
+    mass = _number(mass, f"mass of link {name}")
+    com = np.asarray(com, dtype=np.float64)
+    inertia = np.asarray(inertia, dtype=np.float64)
+    if com.shape != (3,) or inertia.shape != (3, 3):
+        raise DiffneaError(f"link {name}: com must be (3,) and inertia (3, 3), got {com.shape} "
+                           f"and {inertia.shape}")
+    if not (np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
+        raise ConsistencyError(f"link {name} has a non-finite com or inertia; only finite "
+                               f"parameters can be exported")
+    scale = max(float(np.max(np.abs(inertia))), np.finfo(np.float64).tiny)
+    if np.max(np.abs(inertia - inertia.T)) > SYMMETRY_TOLERANCE * scale:
+        raise ConsistencyError(f"inertia of link {name} is not symmetric")
+    return mass, com, inertia
+
+
+def _parse(urdf_text: str) -> ET.Element:
+    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
+    try:
+        root = ET.fromstring(urdf_text, parser=parser)
+    except ET.ParseError as exc:
+        raise UrdfError(f"URDF is not valid XML: {exc}") from None
+    if root.tag != "robot":
+        raise UrdfError(f"URDF root element is <{root.tag}>, expected <robot>")
+    return root
+
+
+def _prolog(urdf_text: str) -> str:
+    """The comments etc. before the root element (ElementTree drops them), without the XML
+    declaration."""
+    position = 0
+    while (match := _PROLOG_ITEM.match(urdf_text, position)) and match.end() > position:
+        position = match.end()
+    prolog = urdf_text[:position]
+    declaration = _DECLARATION.match(prolog)
+    return prolog[declaration.end():] if declaration else prolog.lstrip()
+
+
+def _by_name(root: ET.Element, tag: str, names: Sequence[str]) -> dict[str, ET.Element]:
+    elements = {e.get("name"): e for e in root.findall(tag)}
+    unknown = [n for n in names if n not in elements]
+    if unknown:
+        raise UrdfError(f"no {tag} named {', '.join(unknown)} in URDF robot "
+                        f"{root.get('name')!r} (it has {', '.join(filter(None, elements))})")
+    return elements
+
+
+def _indent_before(parent: ET.Element, child: ET.Element) -> str:
+    """The whitespace that precedes ``child`` inside ``parent`` (for tidy output)."""
+    previous = None
+    for element in parent:
+        if element is child:
+            break
+        previous = element
+    text = parent.text if previous is None else previous.tail
+    return text.rsplit("\n", 1)[-1] if text and text.strip() == "" and "\n" in text else ""
+
+
+def _inertial_element(mass: float, com: np.ndarray, inertia: np.ndarray,
+                      indent: str) -> ET.Element:
+    step = "  "
+    inertial = ET.Element("inertial")
+    inertial.text = "\n" + indent + step
+    ET.SubElement(inertial, "origin", xyz=_fmt(*com), rpy="0 0 0")
+    ET.SubElement(inertial, "mass", value=_fmt(mass))
+    ET.SubElement(inertial, "inertia",
+                  {key: _fmt(inertia[i, j]) for key, (i, j) in zip(INERTIA_KEYS, _INERTIA_INDEX)})
+    for child in inertial:
+        child.tail = "\n" + indent + step
+    inertial[-1].tail = "\n" + indent
+    return inertial
+
+
+def _set_inertial(link: ET.Element, mass: float, com: np.ndarray, inertia: np.ndarray) -> None:
+    old = link.find("inertial")
+    if old is None:
+        indent = _indent_before(link, link[0]) if len(link) else ""
+        new = _inertial_element(mass, com, inertia, indent)
+        new.tail = link.text if link.text and not link.text.strip() else None
+        link.insert(0, new)
+        return
+    new = _inertial_element(mass, com, inertia, _indent_before(link, old))
+    new.tail = old.tail
+    link[list(link).index(old)] = new
+
+
+def _set_dynamics(joint: ET.Element, attributes: Mapping[str, float]) -> None:
+    dynamics = joint.find("dynamics")
+    if dynamics is None:
+        dynamics = ET.SubElement(joint, "dynamics")
+        if len(joint) > 1:
+            previous = joint[-2]
+            dynamics.tail, previous.tail = previous.tail, (joint.text or previous.tail)
+    for key, value in attributes.items():
+        dynamics.set(key, _fmt(value))
+
+
+def export_urdf(urdf_text: str, links: Mapping[str, LinkInertial],
+                damping: Optional[Mapping[str, float]] = None,
+                friction: Optional[Mapping[str, float]] = None) -> str:
+    """A copy of ``urdf_text`` with the ``<inertial>`` of every link in ``links`` replaced by
+    (mass, com, inertia about the com in link axes), and ``<dynamics damping=.. friction=..>``
+    set on the joints in ``damping`` / ``friction`` (URDF's viscous damping [N m s/rad] and
+    Coulomb friction [N m]; other attributes are kept). Everything else is left as it was
+    (comments included, also those before <robot>). Unknown link or joint names raise
+    :class:`UrdfError`; non-finite or asymmetric values :class:`ConsistencyError`. Physical
+    consistency is not checked here.
+    """
+    damping, friction = dict(damping or {}), dict(friction or {})
+    root = _parse(urdf_text)
+    link_elements = _by_name(root, "link", list(links))
+    joint_elements = _by_name(root, "joint", list(dict.fromkeys([*damping, *friction])))
+    for name, inertial in links.items():
+        _set_inertial(link_elements[name], *_checked_inertial(name, inertial))
+    for name, joint in joint_elements.items():
+        attributes = {}
+        if name in damping:
+            attributes["damping"] = _number(damping[name], f"damping of joint {name}")
+        if name in friction:
+            attributes["friction"] = _number(friction[name], f"friction of joint {name}")
+        _set_dynamics(joint, attributes)
+    return ('<?xml version="1.0" ?>\n' + _prolog(urdf_text) + ET.tostring(root, encoding="unicode")
+            + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NumPy scalars/arrays and tuples turned into plain Python for YAML."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def export_yaml(links: Mapping[str, LinkInertial],
+                damping: Optional[Mapping[str, float]] = None,
+                friction: Optional[Mapping[str, Sequence[float]]] = None,
+                metadata: Optional[Mapping[str, Any]] = None) -> str:
+    """The identified parameters as YAML::
+
+        links:      {<link>: {mass, com: [x, y, z], inertia: {ixx, ixy, ixz, iyy, iyz, izz}}}
+        joints:     [<joint>, ...]        # union of the damping and friction joints, in order
+        damping:    [...]                 # per joint [N m s/rad], if given
+        friction:   {phi1: [...], phi2: [...], phi3: [...]}   # per joint, if given
+        metadata:   {...}                 # e.g. parametrisation, data source, NMSE, consistency
+
+    ``friction`` maps joints to the (phi1, phi2, phi3) of the sigmoid friction
+    tau_f = phi1 / (1 + exp(-phi2 (qd + phi3))) - phi1 / (1 + exp(-phi2 phi3)), the layout of
+    reference/panda_dynamics.yaml. When both are given, damping and friction must name the same
+    joints. Floats are written with repr precision (exact round trip).
+    """
+    damping, friction = dict(damping or {}), dict(friction or {})
+    if damping and friction and set(damping) != set(friction):
+        raise DiffneaError(f"damping and friction name different joints: "
+                           f"{sorted(set(damping) ^ set(friction))}")
+    out: dict[str, Any] = {"links": {}}
+    for name, inertial in links.items():
+        mass, com, inertia = _checked_inertial(name, inertial)
+        out["links"][str(name)] = {
+            "mass": mass, "com": [float(c) for c in com],
+            "inertia": {k: float(inertia[i, j]) for k, (i, j) in zip(INERTIA_KEYS, _INERTIA_INDEX)}}
+    joints = list(damping or friction)
+    if joints:
+        out["joints"] = [str(j) for j in joints]
+    if damping:
+        out["damping"] = [_number(damping[j], f"damping of joint {j}") for j in joints]
+    if friction:
+        values = {}
+        for j in joints:
+            phi = np.asarray(friction[j], dtype=np.float64)
+            if phi.shape != (3,):
+                raise DiffneaError(f"friction of joint {j} must be (phi1, phi2, phi3), got "
+                                   f"{friction[j]!r}")
+            values[j] = [_number(p, f"{k} of joint {j}") for k, p in zip(FRICTION_KEYS, phi)]
+        out["friction"] = {k: [values[j][i] for j in joints] for i, k in enumerate(FRICTION_KEYS)}
+    if metadata:
+        out["metadata"] = _plain(metadata)
+    return yaml.safe_dump(out, sort_keys=False, default_flow_style=None, width=100)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename, so
+    readers never see a half-written file. Raises :class:`DiffneaError` on failure."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise DiffneaError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise DiffneaError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -14,6 +14,7 @@ tree (the recursion itself). Joint placements are computed for all bodies at onc
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -72,23 +73,29 @@ def _check(model: RigidBodyModel, **arrays: torch.Tensor) -> list[torch.Tensor]:
     return [as_batch(x, model.dof, name) for name, x in arrays.items()]
 
 
-def rnea(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor,
-         inertials: Optional[Inertials] = None, damping: Optional[torch.Tensor] = None,
-         gravity: bool = True) -> torch.Tensor:
-    """Inverse dynamics by the recursive Newton-Euler algorithm (paper 002 eq. 1-2):
-    tau (B, dof) = H(q) qdd + C(q, qd) qd + g(q) + damping * qd.
+@dataclass
+class BodyMotion:
+    """The forward pass of the RNEA: each body's placement in its parent (rotation (B, nb, 3, 3),
+    translation (B, nb, 3)) and its spatial velocity (omega, vel) and spatial acceleration
+    (alpha, acc) in body coordinates (B, nb, 3 each); acc includes the gravity offset."""
 
-    ``inertials`` default to the model's nominal ones, ``damping`` (dof,) to the URDF's.
-    """
-    q, qd, qdd = _check(model, q=q, qd=qd, qdd=qdd)
-    inertials = inertials if inertials is not None else model.nominal_inertials()
-    damping = damping if damping is not None else model.nominal_damping
+    rotation: torch.Tensor
+    translation: torch.Tensor
+    omega: torch.Tensor
+    vel: torch.Tensor
+    alpha: torch.Tensor
+    acc: torch.Tensor
+
+
+def body_motion(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor,
+                gravity: bool = True) -> BodyMotion:
+    """Forward recursion of the RNEA: velocities and accelerations from the root outwards
+    (the base accelerates upwards by -g, so gravity needs no separate term)."""
     rotation, translation = joint_placements(model, q)
     s_ang, s_lin = _motion_subspaces(model)
     qd_b, qdd_b = _per_body(model, qd).unsqueeze(-1), _per_body(model, qdd).unsqueeze(-1)
     vj_ang, vj_lin = s_ang * qd_b, s_lin * qd_b                  # (B, nb, 3) joint velocities
     aj_ang, aj_lin = s_ang * qdd_b, s_lin * qdd_b
-
     batch = q.shape[0]
     zero = q.new_zeros(batch, 3)
     root_acc = (-model.gravity).expand(batch, 3) if gravity else zero
@@ -106,28 +113,67 @@ def rnea(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Te
         a = (_matvec(e, a_p + _cross(al_p, r)) + aj_lin[:, i] + _cross(w, vj_lin[:, i])
              + _cross(v, vj_ang[:, i]))
         omega.append(w), vel.append(v), alpha.append(al), acc.append(a)
+    return BodyMotion(rotation, translation, *(torch.stack(x, dim=1) for x in (omega, vel, alpha, acc)))
 
+
+def project_to_joints(model: RigidBodyModel, motion: BodyMotion, f_ang: torch.Tensor,
+                      f_lin: torch.Tensor) -> torch.Tensor:
+    """Backward recursion of the RNEA: body forces (B, nb, 3, ...) accumulated from the leaves
+    to the root and projected on each joint's motion subspace -> (B, dof, ...). Trailing
+    dimensions are carried along (the regressor propagates one column per parameter)."""
+    s_ang, s_lin = _motion_subspaces(model)
+    extra = f_ang.dim() - 3
+    shape = (-1,) + (1,) * extra
+    f_ang_l, f_lin_l = list(f_ang.unbind(1)), list(f_lin.unbind(1))
+    tau: list[Optional[torch.Tensor]] = [None] * model.dof
+    for i in range(model.num_bodies - 1, -1, -1):
+        if model.q_index[i] >= 0:
+            tau[model.q_index[i]] = ((f_ang_l[i] * s_ang[i].reshape(3, *shape[1:])).sum(1)
+                                     + (f_lin_l[i] * s_lin[i].reshape(3, *shape[1:])).sum(1))
+        parent = model.parents[i]
+        if parent >= 0:
+            rot, r = motion.rotation[:, i], motion.translation[:, i]
+            f_lin_parent = _rotate(rot, f_lin_l[i])
+            f_ang_l[parent] = f_ang_l[parent] + _rotate(rot, f_ang_l[i]) + _cross_left(r, f_lin_parent)
+            f_lin_l[parent] = f_lin_l[parent] + f_lin_parent
+    return torch.stack(tau, dim=1)
+
+
+def _rotate(rot: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """rot (B, 3, 3) applied to f (B, 3, ...)."""
+    if f.dim() == 2:
+        return _matvec(rot, f)
+    return (rot @ f.flatten(2)).reshape(f.shape)
+
+
+def _cross_left(r: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """r (B, 3) x f (B, 3, ...) along dimension 1."""
+    if f.dim() == 2:
+        return _cross(r, f)
+    return (_skew(r) @ f.flatten(2)).reshape(f.shape)
+
+
+def rnea(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor,
+         inertials: Optional[Inertials] = None, damping: Optional[torch.Tensor] = None,
+         gravity: bool = True) -> torch.Tensor:
+    """Inverse dynamics by the recursive Newton-Euler algorithm (paper 002 eq. 1-2):
+    tau (B, dof) = H(q) qdd + C(q, qd) qd + g(q) + damping * qd.
+
+    ``inertials`` default to the model's nominal ones, ``damping`` (dof,) to the URDF's.
+    """
+    q, qd, qdd = _check(model, q=q, qd=qd, qdd=qdd)
+    inertials = inertials if inertials is not None else model.nominal_inertials()
+    damping = damping if damping is not None else model.nominal_damping
+    motion = body_motion(model, q, qd, qdd, gravity)
     # body forces f = I a + v x* (I v), all bodies at once
-    w, v, al, a = (torch.stack(x, dim=1) for x in (omega, vel, alpha, acc))   # (B, nb, 3)
+    w, v, al, a = motion.omega, motion.vel, motion.alpha, motion.acc
     m, c, inertia = inertials.mass.unsqueeze(-1), inertials.com, inertials.inertia
     momentum = m * (v + _cross(w, c))
     angular_momentum = _matvec(inertia, w) + _cross(c, momentum)
     mass_acc = m * (a + _cross(al, c))
     f_lin = mass_acc + _cross(w, momentum)
     f_ang = _matvec(inertia, al) + _cross(c, mass_acc) + _cross(w, angular_momentum) + _cross(v, momentum)
-
-    f_ang_l, f_lin_l = list(f_ang.unbind(1)), list(f_lin.unbind(1))
-    tau: list[Optional[torch.Tensor]] = [None] * model.dof
-    for i in range(model.num_bodies - 1, -1, -1):
-        if model.q_index[i] >= 0:
-            tau[model.q_index[i]] = (f_ang_l[i] * s_ang[i]).sum(-1) + (f_lin_l[i] * s_lin[i]).sum(-1)
-        parent = model.parents[i]
-        if parent >= 0:
-            rot, r = rotation[:, i], translation[:, i]
-            f_lin_parent = _matvec(rot, f_lin_l[i])
-            f_ang_l[parent] = f_ang_l[parent] + _matvec(rot, f_ang_l[i]) + _cross(r, f_lin_parent)
-            f_lin_l[parent] = f_lin_l[parent] + f_lin_parent
-    return torch.stack(tau, dim=1) + damping * qd
+    return project_to_joints(model, motion, f_ang, f_lin) + damping * qd
 
 
 def forward_kinematics(model: RigidBodyModel, q: torch.Tensor) -> torch.Tensor:

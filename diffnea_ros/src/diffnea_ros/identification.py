@@ -16,7 +16,7 @@ import torch
 
 from diffnea_ros.consistency import ConsistencyReport, check_consistency
 from diffnea_ros.errors import DataError
-from diffnea_ros.learnable import LearnableDynamics
+from diffnea_ros.learnable import LearnableDynamics, RegressorCache
 from diffnea_ros.model import RigidBodyModel
 
 ONLINE_BATCH = 256   # paper 002 §4.1.2
@@ -63,11 +63,16 @@ def nmse(predicted: torch.Tensor, measured: torch.Tensor) -> np.ndarray:
 
 
 @torch.no_grad()
-def evaluate_nmse(dynamics: torch.nn.Module, samples: Samples, chunk: int = 8192) -> np.ndarray:
-    """NMSE per joint of ``dynamics(q, qd, qdd)`` against the measured torques."""
-    predicted = torch.cat([dynamics(samples.q[i:i + chunk], samples.qd[i:i + chunk],
-                                    samples.qdd[i:i + chunk])
-                           for i in range(0, len(samples), chunk)])
+def evaluate_nmse(dynamics: torch.nn.Module, samples: Samples, chunk: int = 8192,
+                  cache: Optional[RegressorCache] = None) -> np.ndarray:
+    """NMSE per joint of ``dynamics(q, qd, qdd)`` against the measured torques (through the
+    regressor ``cache`` of a LearnableDynamics when given)."""
+    if cache is not None:
+        predicted = dynamics.predict_from_regressor(cache.y, cache.fixed, samples.qd)
+    else:
+        predicted = torch.cat([dynamics(samples.q[i:i + chunk], samples.qd[i:i + chunk],
+                                        samples.qdd[i:i + chunk])
+                               for i in range(0, len(samples), chunk)])
     return nmse(predicted, samples.tau)
 
 
@@ -83,6 +88,7 @@ class IdentificationConfig:
     stop_nmse: Optional[float] = None      # stop once every joint's training NMSE <= this
     max_minutes: Optional[float] = None
     learnable_links: Optional[tuple[str, ...]] = None
+    use_regressor: bool = True   # cache the regressor once (exact, much faster epochs)
 
 
 @dataclass
@@ -99,6 +105,7 @@ class IdentificationResult:
     consistency: ConsistencyReport
     history: list[dict[str, Any]] = field(default_factory=list)
     online_curve: list[dict[str, Any]] = field(default_factory=list)
+    diverged: bool = False    # the loss became NaN/Inf; the parameters are from the step before
 
 
 def _batches(n: int, batch: int, shuffle: bool, generator: torch.Generator) -> list[torch.Tensor]:
@@ -124,43 +131,67 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     """
     if len(train) == 0:
         raise DataError("no training samples")
-    torch.manual_seed(config.seed)
+    if train.q.dtype != model.dtype:
+        raise DataError(f"samples are {train.q.dtype} but the model is {model.dtype}; "
+                        f"convert one of them")
     generator = torch.Generator().manual_seed(config.seed)
     dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
-                                 friction=config.friction).to(train.q.dtype)
+                                 friction=config.friction)
     optimiser = torch.optim.Adam([p for p in dynamics.parameters() if p.requires_grad],
                                  lr=config.learning_rate)
-    full = train if heldout is None else None
-    before_train = evaluate_nmse(dynamics, train)
-    before_heldout = evaluate_nmse(dynamics, heldout) if heldout is not None else None
+    cache = (dynamics.regressor_cache(train.q, train.qd, train.qdd)
+             if config.use_regressor else None)
+    held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
+                  if config.use_regressor and heldout is not None else None)
+
+    def predict(part: Samples, index: torch.Tensor) -> torch.Tensor:
+        if cache is None:
+            return dynamics(part.q, part.qd, part.qdd)
+        return dynamics.predict_from_regressor(cache.y[index], cache.fixed[index], part.qd)
+
+    def train_nmse() -> np.ndarray:
+        return evaluate_nmse(dynamics, train, cache=cache)
+
+    before_train = train_nmse()
+    before_heldout = evaluate_nmse(dynamics, heldout, cache=held_cache) if heldout is not None else None
     batch = ONLINE_BATCH if config.online else config.batch_size
     start = time.monotonic()
     history: list[dict[str, Any]] = []
     curve: list[dict[str, Any]] = []
     reached: Optional[int] = None
-    epochs = range(1, config.epochs + 1)
+    if config.stop_nmse is not None and np.all(before_train <= config.stop_nmse):
+        reached = 0
+    epochs = range(1, config.epochs + 1) if reached is None else range(0)
     epoch = 0
+    diverged = False
     for epoch in (progress(epochs) if progress is not None else epochs):
         for index in _batches(len(train), batch, shuffle=not config.online, generator=generator):
             part = train.subset(index)
             optimiser.zero_grad(set_to_none=True)
-            loss = ((dynamics(part.q, part.qd, part.qdd) - part.tau) ** 2).sum(dim=1).mean()
+            loss = ((predict(part, index) - part.tau) ** 2).sum(dim=1).mean()
+            if not torch.isfinite(loss):
+                diverged = True   # e.g. NoStr's mass through zero (com = h / m)
+                break
             loss.backward()
             optimiser.step()
             if config.online:
                 seen = (curve[-1]["samples"] if curve else 0) + len(index)
-                curve.append({"samples": seen, "nmse": evaluate_nmse(dynamics, full or train).tolist()})
-        train_nmse = evaluate_nmse(dynamics, train)
-        history.append({"epoch": epoch, "train_nmse": train_nmse.tolist(),
+                curve.append({"samples": seen, "nmse": train_nmse().tolist()})
+        if diverged:
+            break
+        epoch_nmse = train_nmse()
+        history.append({"epoch": epoch, "train_nmse": epoch_nmse.tolist(),
                         "seconds": time.monotonic() - start})
-        if config.stop_nmse is not None and reached is None and np.all(train_nmse <= config.stop_nmse):
+        if config.stop_nmse is not None and reached is None and np.all(epoch_nmse <= config.stop_nmse):
             reached = epoch
             break
         if config.max_minutes is not None and time.monotonic() - start > 60.0 * config.max_minutes:
             break
     return IdentificationResult(
         dynamics=dynamics, config=config, nmse_train_before=before_train,
-        nmse_train_after=evaluate_nmse(dynamics, train), nmse_heldout_before=before_heldout,
-        nmse_heldout_after=evaluate_nmse(dynamics, heldout) if heldout is not None else None,
+        nmse_train_after=train_nmse(), nmse_heldout_before=before_heldout,
+        nmse_heldout_after=(evaluate_nmse(dynamics, heldout, cache=held_cache)
+                            if heldout is not None else None),
         epochs=epoch, epochs_to_threshold=reached, seconds=time.monotonic() - start,
-        consistency=consistency_of(dynamics), history=history, online_curve=curve)
+        consistency=consistency_of(dynamics), history=history, online_curve=curve,
+        diverged=diverged)

@@ -23,6 +23,7 @@ from diffnea_ros.algorithms import rnea
 from diffnea_ros.errors import DiffneaError
 from diffnea_ros.model import Inertials, RigidBodyModel
 from diffnea_ros.parametrisation import make_parametrisation
+from diffnea_ros.regressor import chunked_regressor, regressor_torque, standard_parameters
 
 MIN_DAMPING = 1e-3        # [N m s/rad] initial damping where the URDF has none
 INITIAL_PHI1 = 0.05       # [N m] initial Coulomb amplitude
@@ -40,6 +41,18 @@ def default_learnable_links(model: RigidBodyModel) -> tuple[str, ...]:
         moved[i] = model.q_index[i] >= 0 or (parent >= 0 and moved[parent])
     mass = model.nominal_mass.detach().cpu().numpy()
     return tuple(name for name, m, mv in zip(model.body_names, mass, moved) if mv and m > 0.0)
+
+
+@dataclass(frozen=True)
+class RegressorCache:
+    """Regressor columns of the learnable links (N, dof, L, 10) and the torque (N, dof) of the
+    bodies that are not learned, for one data set."""
+
+    y: torch.Tensor
+    fixed: torch.Tensor
+
+    def subset(self, index: torch.Tensor) -> "RegressorCache":
+        return RegressorCache(self.y[index], self.fixed[index])
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,29 @@ class LearnableDynamics(torch.nn.Module):
                 F.softplus(self.raw_phi1), F.softplus(self.raw_phi2), self.phi3)))
 
     def forward(self, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor) -> torch.Tensor:
+        """Predicted joint torques by the differentiable RNEA (paper 002 §3)."""
         tau = rnea(self.model, q, qd, qdd, self.inertials(), self.damping())
+        return tau + self.friction_torque(qd) if self.has_friction else tau
+
+    def regressor_cache(self, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor,
+                        chunk: int = 1024) -> "RegressorCache":
+        """The learnable links' regressor columns and the fixed bodies' torque for a data set
+        (see :mod:`diffnea_ros.regressor`): afterwards a prediction is one matrix product."""
+        others = torch.tensor([i for i in range(self.model.num_bodies)
+                               if i not in set(self.link_index.tolist())], dtype=torch.long)
+        y_all = chunked_regressor(self.model, q, qd, qdd, chunk=chunk)
+        nominal = standard_parameters(self.model.nominal_inertials())
+        fixed = (regressor_torque(y_all[:, :, others], nominal[others]) if len(others)
+                 else q.new_zeros(q.shape))
+        return RegressorCache(y_all[:, :, self.link_index].contiguous(), fixed)
+
+    def predict_from_regressor(self, y: torch.Tensor, fixed: torch.Tensor,
+                               qd: torch.Tensor) -> torch.Tensor:
+        """The same torques as :meth:`forward`, from cached regressor columns ``y`` (B, dof, L, 10)
+        and the fixed bodies' torque (B, dof)."""
+        mass, com, inertia = self.parametrisation()
+        tau = regressor_torque(y, standard_parameters(Inertials(mass, com, inertia))) + fixed
+        tau = tau + self.damping() * qd
         return tau + self.friction_torque(qd) if self.has_friction else tau
 
     def extra_repr(self) -> str:

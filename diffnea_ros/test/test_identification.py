@@ -1,0 +1,145 @@
+"""LearnableDynamics, the L_ID training loop and the `identify` tool on synthetic iiwa data."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from diffnea_ros.algorithms import rnea
+from diffnea_ros.identification import IdentificationConfig, Samples, identify
+from diffnea_ros.learnable import LearnableDynamics, default_learnable_links
+from diffnea_ros.model import RigidBodyModel
+from diffnea_ros.urdf import load_robot, with_inertials
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "identify")
+
+
+def iiwa_path() -> str:
+    import pybullet_data
+
+    return os.path.join(pybullet_data.getDataPath(), "kuka_iiwa", "model.urdf")
+
+
+def true_model() -> RigidBodyModel:
+    """The iiwa with heavier links, shifted coms and other inertias than its URDF: the 'robot'
+    whose data the URDF's model must learn."""
+    description = load_robot(iiwa_path())
+    rng = np.random.default_rng(7)
+    mass = np.array([b.mass for b in description.bodies]) * rng.uniform(0.7, 1.3, len(description.bodies))
+    com = np.array([b.com for b in description.bodies]) + rng.normal(0, 0.02, (len(description.bodies), 3))
+    inertia = np.array([b.inertia for b in description.bodies]) * rng.uniform(0.6, 1.4)
+    return RigidBodyModel(with_inertials(description, mass, com, inertia))
+
+
+def sine_samples(model: RigidBodyModel, seconds: float = 12.0, rate: float = 100.0,
+                 damping: float = 0.3) -> tuple[np.ndarray, ...]:
+    t = np.arange(0.0, seconds, 1.0 / rate)
+    periods = np.array([23.0, 19.0, 17.0, 13.0, 11.0, 7.0, 5.0]) / 4.0
+    amplitude = np.array([0.7, 0.5, 0.5, 0.5, 0.65, 0.65, 0.7]) * 1.5
+    w = 2 * np.pi / periods
+    q = amplitude * np.sin(w * t[:, None])
+    qd = amplitude * w * np.cos(w * t[:, None])
+    qdd = -amplitude * w ** 2 * np.sin(w * t[:, None])
+    tau = rnea(model, *(torch.from_numpy(x) for x in (q, qd, qdd)),
+               damping=torch.full((7,), damping, dtype=torch.float64)).numpy()
+    return t, q, qd, qdd, tau
+
+
+def test_learnable_dynamics_starts_at_the_urdf():
+    model = RigidBodyModel.from_urdf(iiwa_path())
+    dynamics = LearnableDynamics(model, "cov", friction=True)
+    _, q, qd, qdd, _ = sine_samples(model, seconds=1.0)
+    args = [torch.from_numpy(x) for x in (q, qd, qdd)]
+    expected = rnea(model, *args, damping=dynamics.damping().detach())
+    torch.testing.assert_close(dynamics(*args).detach(), expected + dynamics.friction_torque(args[1]).detach())
+    assert torch.all(dynamics.damping() > 0)
+    assert torch.all(dynamics.friction_torque(torch.zeros(1, 7, dtype=torch.float64)) == 0)
+    assert "lbr_iiwa_link_0" not in default_learnable_links(model)   # fixed to the root
+
+
+@pytest.mark.parametrize("kind", ["spd", "tri", "cov"])
+def test_identification_recovers_the_dynamics(kind):
+    torch.set_num_threads(1)
+    truth = true_model()
+    nominal = RigidBodyModel.from_urdf(iiwa_path())
+    _, q, qd, qdd, tau = sine_samples(truth)
+    samples = Samples.from_arrays(q, qd, qdd, tau)
+    train, heldout = samples.subset(torch.arange(0, 900)), samples.subset(torch.arange(900, len(samples)))
+    config = IdentificationConfig(parametrisation=kind, epochs=40, learning_rate=2e-2, seed=0)
+    result = identify(nominal, train, heldout, config)
+    if kind == "spd":   # SPD guarantees a positive definite inertia, not the triangle inequality
+        assert all(link.inertia_positive_definite for link in result.consistency.links)
+    else:
+        assert result.consistency.consistent
+    assert np.all(result.nmse_heldout_after < 0.1 * result.nmse_heldout_before)
+    assert np.all(result.nmse_heldout_after < 0.02)
+    damping = result.dynamics.damping().detach().numpy()
+    np.testing.assert_allclose(damping, 0.3, atol=0.15)
+
+
+def test_online_mode_records_a_curve():
+    truth = true_model()
+    _, q, qd, qdd, tau = sine_samples(truth, seconds=6.0)
+    samples = Samples.from_arrays(q, qd, qdd, tau)
+    result = identify(RigidBodyModel.from_urdf(iiwa_path()), samples, None,
+                      IdentificationConfig(parametrisation="cov", epochs=1, online=True))
+    assert [c["samples"] for c in result.online_curve] == [256, 512, 600]
+    assert np.mean(result.online_curve[-1]["nmse"]) < np.mean(result.nmse_train_before)
+
+
+def run_identify(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120)
+
+
+def write_npz(path, seconds=12.0, names=None, still=False):
+    t, q, qd, _, tau = sine_samples(true_model(), seconds=seconds)
+    if still:
+        q[:, 3] = 0.1
+    names = names or list(load_robot(iiwa_path()).joint_names)
+    np.savez(path, t=t, q=q, qd=qd, tau=tau, joint_names=np.array(names))
+
+
+def test_identify_tool_writes_a_loadable_urdf(tmp_path):
+    data = tmp_path / "data.npz"
+    write_npz(data)
+    out, report = tmp_path / "iiwa_identified.urdf", tmp_path / "report.json"
+    result = run_identify("--data", str(data), "--urdf", iiwa_path(), "--param", "cov", "--epochs", "15",
+                          "--lr", "0.02", "--out", str(out), "--json", str(report), "--quiet")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(report.read_text())
+    assert figures["consistent"]
+    assert np.mean(figures["nmse_heldout_after"]) < 0.2 * np.mean(figures["nmse_heldout_before"])
+    identified = load_robot(str(out))
+    assert identified.joint_names == load_robot(iiwa_path()).joint_names
+    assert (tmp_path / "iiwa_identified.yaml").exists()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing_urdf", "URDF not found"),
+    ("missing_data", "data file not found"),
+    ("foreign_joints", "not movable joints of the URDF"),
+    ("still_joint", "never move"),
+    ("corrupt_bag", "cannot read bag"),
+])
+def test_identify_tool_bad_input(tmp_path, case, message):
+    data, urdf = tmp_path / "data.npz", iiwa_path()
+    if case == "missing_urdf":
+        write_npz(data)
+        urdf = str(tmp_path / "nope.urdf")
+    elif case == "foreign_joints":
+        write_npz(data, names=[f"joint_{i}" for i in range(7)])
+    elif case == "still_joint":
+        write_npz(data, still=True)
+    elif case == "corrupt_bag":
+        data = tmp_path / "data.bag"
+        data.write_bytes(os.urandom(4096))
+    result = run_identify("--data", str(data), "--urdf", urdf, "--out", str(tmp_path / "o.urdf"), "--quiet")
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "o.urdf").exists()

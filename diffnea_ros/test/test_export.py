@@ -185,3 +185,12 @@ def test_write_text_atomic(tmp_path):
     assert path.read_text() == "second" and os.listdir(tmp_path) == ["out.urdf"]
     with pytest.raises(DiffneaError, match="cannot write"):
         write_text_atomic(str(tmp_path / "no" / "dir.urdf"), "x")
+
+
+def test_joints_not_named_get_no_dynamics_element():
+    text = """<robot name="two"><link name="a"/><link name="b"/><link name="c"/>
+      <joint name="j1" type="revolute"><parent link="a"/><child link="b"/></joint>
+      <joint name="j2" type="fixed"><parent link="b"/><child link="c"/></joint></robot>"""
+    out = ET.fromstring(export_urdf(text, {}, damping={"j1": 0.25}))
+    assert out.find("joint[@name='j1']/dynamics").get("damping") == "0.25"
+    assert out.find("joint[@name='j2']/dynamics") is None   # PyBullet refuses an empty one

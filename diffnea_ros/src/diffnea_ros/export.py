@@ -94,7 +94,7 @@ def _by_name(root: ET.Element, tag: str, names: Sequence[str]) -> dict[str, ET.E
     if unknown:
         raise UrdfError(f"no {tag} named {', '.join(unknown)} in URDF robot "
                         f"{root.get('name')!r} (it has {', '.join(filter(None, elements))})")
-    return elements
+    return {name: elements[name] for name in names}
 
 
 def _indent_before(parent: ET.Element, child: ET.Element) -> str:

@@ -24,16 +24,19 @@ from diffnea_ros.algorithms import _check, _cross, _skew, body_motion, project_t
 from diffnea_ros.model import Inertials, RigidBodyModel
 
 NUM_STANDARD = 10   # parameters per body
+_UPPER = torch.tensor([0, 1, 2, 4, 5, 8])            # xx, xy, xz, yy, yz, zz of a flat 3x3
+_DIAGONAL = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0])
 
 
 def standard_parameters(inertials: Inertials) -> torch.Tensor:
     """(nb, 10) standard parameters [m, h (3), I_o (xx, xy, xz, yy, yz, zz)] of each body."""
-    m, c = inertials.mass, inertials.com
-    h = m.unsqueeze(-1) * c
-    cx = _skew(c)
-    origin = inertials.inertia + m[:, None, None] * (cx.transpose(-1, -2) @ cx)
-    upper = origin[:, [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]
-    return torch.cat([m.unsqueeze(-1), h, upper], dim=-1)
+    m, c = inertials.mass.unsqueeze(-1), inertials.com
+    h = m * c
+    # parallel axis: I_o = I_c + m (|c|² 1 - c cᵀ), upper triangle only
+    flat = inertials.inertia.flatten(-2).index_select(-1, _UPPER.to(c.device))
+    outer = (h.unsqueeze(-1) * c.unsqueeze(-2)).flatten(-2).index_select(-1, _UPPER.to(c.device))
+    shift = (h * c).sum(-1, keepdim=True) * _DIAGONAL.to(c.dtype).to(c.device) - outer
+    return torch.cat([m, h, flat + shift], dim=-1)
 
 
 def _inertia_columns(x: torch.Tensor) -> torch.Tensor:

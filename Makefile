@@ -3,6 +3,7 @@
 #   make test    every test: pytest (libraries), C++ tests, rostest integration tests
 #   make bench   performance figures into bench/results/*.json
 #   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
+#   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~10 min)
 # Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
 SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
@@ -16,10 +17,10 @@ APT_PACKAGES := $(shell grep -vE '^\s*(\#|$$)' $(ROOT)/apt-packages.txt)
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results clean
 
 help:
-	@echo "make demo | make test | make bench | make study | make setup | make clean"
+	@echo "make demo | make test | make bench | make study | make diffnea-results | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -63,10 +64,18 @@ demo: setup
 	$(RUN) bash $(ROOT)/tools/demo.sh
 
 bench: setup
+	$(RUN) bash $(ROOT)/tools/install_bench_peers.sh
 	$(RUN) python $(ROOT)/bench/run_bench.py --out $(ROOT)/bench/results
 
 study: setup
 	$(RUN) bash $(ROOT)/tools/realeasy_study.sh
+
+# DiffNEA figures (diffnea_ros/results/): paper 002 Table 1 and Fig. 1 on the simulated iiwa, and
+# the Panda identification loop against the reality stand-in (~10 min).
+diffnea-results: setup
+	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --online --threads 1 \
+	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json
+	$(RUN) bash $(ROOT)/tools/diffnea_panda.sh
 
 clean:
 	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

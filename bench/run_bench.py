@@ -9,6 +9,9 @@
   (bench/realtime_step.py).
 * node_latency: the residual_publisher node with 1 kHz input over --latency-seconds, message in ->
   corrected message out, vs one hop of the same transport without the node (bench/node_latency.py).
+* diffnea_dynamics: diffnea_ros inverse dynamics throughput at batch 1/256/4096 and the ID-loss
+  forward+backward at batch 256, vs Pinocchio (single call) and differentiable-robot-model
+  (installed for the bench only by tools/install_bench_peers.sh) (bench/diffnea_dynamics.py).
 The machine is shared and noisy: the robot figures are the best of --repeats runs; the latency
 figures are compared with peers measured in the same run.
 """
@@ -22,6 +25,7 @@ import platform
 import tempfile
 import time
 
+from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from node_latency import bench_node_latency
 from realeasy_ros.collection import CollectionRequest, run_collection
 from realeasy_ros.limits import JointLimits
@@ -97,6 +101,9 @@ def main() -> None:
     latency = bench_node_latency(args.latency_seconds)
     with open(os.path.join(args.out, "node_latency.json"), "w") as fh:
         json.dump(latency, fh, indent=2, sort_keys=True)
+    dynamics = bench_diffnea_dynamics()
+    with open(os.path.join(args.out, "diffnea_dynamics.json"), "w") as fh:
+        json.dump(dynamics, fh, indent=2, sort_keys=True)
 
     print(f"{'benchmark':34s} {'figure':>12s}")
     print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")
@@ -110,6 +117,7 @@ def main() -> None:
     print(f"{'node latency 1 kHz, median us':34s} {latency['node']['median_us']:12.1f}")
     print(f"{'node latency 1 kHz, p99 us':34s} {latency['node']['p99_us']:12.1f}")
     print(f"{'node: messages dropped':34s} {latency['node']['dropped']:12d}")
+    print_dynamics_table(dynamics)
 
 
 if __name__ == "__main__":

@@ -40,4 +40,4 @@ for sim in nominal identified; do
   rosrun realeasy_ros compare --bag "$work/eval_$sim.bag" --json "$results/panda_gap_$sim.json" \
     --plot "$results/panda_gap_$sim.png" > /dev/null
 done
-python "$root/tools/diffnea_panda_summary.py" "$results" | tee "$results/panda.md"
+python "$root/tools/diffnea_panda_summary.py" "$results" "$work" | tee "$results/panda.md"

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+import numpy as np
+
 
 def load(folder: str, name: str) -> dict:
     with open(os.path.join(folder, name), encoding="utf-8") as handle:
@@ -17,7 +19,18 @@ def row(label: str, values: list, fmt: str = "{:.3g}") -> str:
     return "| " + label + " | " + " | ".join(fmt.format(v) for v in values) + " |"
 
 
-def main(folder: str) -> int:
+def per_trajectory_torque_mse(bag: str) -> tuple[np.ndarray, list[int]]:
+    """Torque MSE (trajectories, 7) of each aligned pair of a pair bag, and the trajectory ids."""
+    from realeasy_ros.alignment import align_all
+    from realeasy_ros.limits import JointLimits
+    from realeasy_ros.pair_bag import read_pairs
+
+    aligned = align_all(read_pairs(bag, JointLimits.from_yaml().joint_names).pairs).aligned
+    mse = np.array([((a.sim[:, 14:] - a.real[:, 14:]) ** 2).mean(axis=0) for a in aligned])
+    return mse, [a.trajectory_id for a in aligned]
+
+
+def main(folder: str, work: str = "") -> int:
     ident = load(folder, "panda_identify.json")
     nominal, identified = (load(folder, f"panda_gap_{s}.json") for s in ("nominal", "identified"))
     joints = [f"j{i + 1}" for i in range(len(ident["joint_names"]))]
@@ -40,8 +53,22 @@ def main(folder: str) -> int:
     print(row("nominal URDF in panda_sim", nominal["torque_mse"]))
     print(row("identified URDF in panda_sim", identified["torque_mse"]))
     print(row("reduction", ratio, "{:.1f}x"))
+    if work:
+        per = {s: per_trajectory_torque_mse(os.path.join(work, f"eval_{s}.bag"))
+               for s in ("nominal", "identified")}
+        median = {s: np.median(per[s][0], axis=0) for s in per}
+        print("\nMedian over the trajectories of the per-trajectory torque MSE [(N m)²]:\n")
+        print(head)
+        print(row("nominal URDF in panda_sim", median["nominal"]))
+        print(row("identified URDF in panda_sim", median["identified"]))
+        print(row("reduction", median["nominal"] / median["identified"], "{:.1f}x"))
+        worst = int(np.argmax(per["identified"][0].sum(axis=1)))
+        print(f"\nLargest per-trajectory torque MSE with the identified URDF: trajectory "
+              f"{per['identified'][1][worst]}, summed over joints "
+              f"{per['identified'][0][worst].sum():.3g} (N m)² (nominal URDF on the same "
+              f"trajectory: {per['nominal'][0][worst].sum():.3g}).")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "diffnea_ros/results"))
+    sys.exit(main(*(sys.argv[1:] or ["diffnea_ros/results"])))

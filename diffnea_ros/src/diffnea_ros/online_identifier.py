@@ -1,0 +1,673 @@
+"""Online identification from a stream of joint states (paper 002 §4.1.2, online mode).
+
+Samples (t, q, qd, tau) arrive one by one. :class:`StreamingDerivatives` keeps the current
+*segment* (a uniformly sampled run; a gap of more than ``gap_periods`` periods or a stamp going
+backwards starts a new one) and, every ``PROCESS_SECONDS`` of data, takes zero-phase
+Savitzky-Golay accelerations (:func:`~diffnea_ros.acceleration.savgol_derivatives`) of the
+samples whose whole centred window has arrived, i.e. with a delay of half a window (75 ms at the
+default 0.15 s window) plus up to ``PROCESS_SECONDS``. The first and last half window of a
+segment are not used for training (no one-sided fits); a window whose stamps are not uniform
+(jitter over 10 % of the period) is not used either (counted). The finished samples go into a
+bounded ring (``buffer_seconds`` of data at the first segment's rate, at most ``max_rate``).
+
+:class:`OnlineIdentifier` trains :class:`~diffnea_ros.learnable.LearnableDynamics` with Adam on
+the loss L_ID (paper 002 eq. 2): new data first, in sequential batches of ``ONLINE_BATCH`` = 256
+without shuffling, as in the paper's online experiment; when no new batch is waiting and
+``replay`` is on, on a random batch of the buffer (beyond the paper: it uses the idle time of a
+live robot). A step whose loss or gradient is not finite is skipped and counted, so parameters
+never become NaN. Training runs in :meth:`OnlineIdentifier.step` (call it yourself) or in a
+background thread (:meth:`OnlineIdentifier.start`).
+
+Predictions for the incoming samples use a *causal* Savitzky-Golay estimate of qdd (the same
+polynomial fit, evaluated at the newest sample of the window; zero until a segment has a full
+window) and a copy of the model that the trainer refreshes after every update, so predicting
+never waits for training. They are computed in batches (:meth:`drain_predictions`): one batched
+RNEA costs about as much as a single-sample one in PyTorch.
+
+Thread safety: :meth:`add`, :meth:`step`, :meth:`drain_predictions`, :meth:`snapshot` and
+:meth:`write` may be called from different threads.
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+from scipy.signal import savgol_coeffs
+
+from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
+                                      DEFAULT_TOLERANCE, DEFAULT_WINDOW_SECONDS,
+                                      savgol_derivatives, window_length)
+from diffnea_ros.errors import DataError, DiffneaError
+from diffnea_ros.export import export_urdf, export_yaml, write_text_atomic
+from diffnea_ros.identification import ONLINE_BATCH, Samples, consistency_of, evaluate_nmse
+from diffnea_ros.learnable import FrictionParameters, LearnableDynamics
+from diffnea_ros.model import RigidBodyModel
+from diffnea_ros.parametrisation import PARAMETRISATIONS
+from diffnea_ros.urdf import RobotDescription
+
+PROCESS_SECONDS = 0.25      # data between two Savitzky-Golay passes over the stream [s]
+DT_PROBE_STEPS = 8          # steps whose median fixes a segment's sample period
+MIN_RING = 1024             # smallest training buffer [samples]
+
+
+class InvalidSample(DataError):
+    """A joint-state sample that cannot be used; the message says why (one line)."""
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """Settings of :class:`OnlineIdentifier` (defaults: paper 002 §4.1.2 with Cov)."""
+
+    parametrisation: str = "cov"
+    learning_rate: float = 1e-2
+    batch_size: int = ONLINE_BATCH
+    buffer_seconds: float = 60.0          # training buffer length at the stream's rate
+    max_rate: float = 2000.0              # [Hz] caps the buffer size whatever the stream's rate
+    friction: bool = False                # learn the sigmoid Coulomb friction too
+    replay: bool = True                   # train on buffer batches when no new batch waits
+    window_seconds: float = DEFAULT_WINDOW_SECONDS
+    polyorder: int = DEFAULT_POLYORDER
+    gap_periods: float = DEFAULT_GAP_PERIODS
+    nmse_samples: int = 2048              # recent window of the reported NMSE
+    nmse_every: int = 10                  # updates between two NMSE evaluations
+    prediction_queue: int = 10000         # samples awaiting a prediction (oldest dropped)
+    learnable_links: Optional[tuple[str, ...]] = None
+    seed: int = 0
+
+    def validate(self) -> "OnlineConfig":
+        """Return self; raise :class:`DiffneaError` (one line) for a value out of range."""
+        if self.parametrisation not in PARAMETRISATIONS:
+            raise DiffneaError(f"unknown parametrisation {self.parametrisation!r}; valid: "
+                               f"{', '.join(PARAMETRISATIONS)}")
+        positive = {"learning_rate": self.learning_rate, "buffer_seconds": self.buffer_seconds,
+                    "max_rate": self.max_rate, "window_seconds": self.window_seconds,
+                    "gap_periods": self.gap_periods}
+        for name, value in positive.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value <= 0:
+                raise DiffneaError(f"{name} must be a positive number, got {value!r}")
+        counts = {"batch_size": self.batch_size, "nmse_samples": self.nmse_samples,
+                  "nmse_every": self.nmse_every, "prediction_queue": self.prediction_queue}
+        for name, value in counts.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise DiffneaError(f"{name} must be a positive integer, got {value!r}")
+        if self.buffer_seconds * self.max_rate < self.batch_size:
+            raise DiffneaError(f"buffer_seconds x max_rate = {self.buffer_seconds * self.max_rate:g}"
+                               f" samples cannot hold one batch of {self.batch_size}")
+        return self
+
+
+class JointStateMapper:
+    """Maps a joint state given by names (any order, extra joints ignored) onto the model's
+    joints, and says what is wrong with a bad one (missing or repeated joints, field lengths,
+    NaN/Inf). An empty velocity field means "not measured"."""
+
+    def __init__(self, joint_names: Sequence[str]) -> None:
+        self.joint_names = tuple(joint_names)
+        self._names: Optional[tuple[str, ...]] = None
+        self._order: Optional[np.ndarray] = None
+
+    def _order_for(self, names: Sequence[str]) -> np.ndarray:
+        names = tuple(names)
+        if names == self._names:
+            return self._order
+        if len(set(names)) != len(names):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            raise InvalidSample(f"repeated joint name(s) {', '.join(repeated)}")
+        index = {n: i for i, n in enumerate(names)}
+        missing = [n for n in self.joint_names if n not in index]
+        if missing:
+            raise InvalidSample(f"missing joint(s) {', '.join(missing)} (got {list(names)})")
+        self._names, self._order = names, np.array([index[n] for n in self.joint_names])
+        return self._order
+
+    def arrays(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+               effort: Sequence[float]) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
+        """(q, qd or None, tau) in the model's joint order; :class:`InvalidSample` if bad."""
+        n = len(names)
+        for what, values in (("position", position), ("velocity", velocity), ("effort", effort)):
+            if len(values) != n and not (what == "velocity" and len(values) == 0):
+                raise InvalidSample(f"{what} has {len(values)} values for {n} joint names")
+        order = self._order_for(names)
+        q = np.asarray(position, dtype=np.float64)[order]
+        qd = np.asarray(velocity, dtype=np.float64)[order] if len(velocity) else None
+        tau = np.asarray(effort, dtype=np.float64)[order]
+        for what, values in (("position", q), ("velocity", qd), ("effort", tau)):
+            if values is not None and not np.all(np.isfinite(values)):
+                bad = [self.joint_names[i] for i in np.flatnonzero(~np.isfinite(values))[:3]]
+                raise InvalidSample(f"NaN/Inf in {what} of {', '.join(bad)}")
+        return q, qd, tau
+
+
+@dataclass(frozen=True)
+class Block:
+    """Finished samples of the stream: t (n,), q, qd, qdd, tau (n, dof)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+
+
+class StreamingDerivatives:
+    """Zero-phase Savitzky-Golay qd/qdd of a sample stream, half a window late, plus a causal
+    estimate for the newest sample (see the module docstring). Not thread-safe by itself."""
+
+    def __init__(self, dof: int, window_seconds: float = DEFAULT_WINDOW_SECONDS,
+                 polyorder: int = DEFAULT_POLYORDER, gap_periods: float = DEFAULT_GAP_PERIODS,
+                 tolerance: float = DEFAULT_TOLERANCE) -> None:
+        self.dof = dof
+        self.window_seconds = window_seconds
+        self.polyorder = polyorder
+        self.gap_periods = gap_periods
+        self.tolerance = tolerance
+        self.segments = 0            # segments started
+        self.dropped_blocks = 0      # samples whose window was not uniformly sampled
+        self.dt: Optional[float] = None
+        self._start_segment()
+
+    def _start_segment(self, capacity: int = 64) -> None:
+        self.segments += 1
+        self.dt = None
+        self._n = 0                  # samples held
+        self._p = 0                  # index of the next sample to finish
+        self._n_win = 0
+        self._half = 0
+        self._t = np.empty(capacity)
+        self._x = np.empty((capacity, 3, self.dof))   # q, qd (NaN: not measured), tau
+        self._causal: Optional[np.ndarray] = None     # (2, n_win) coefficients for qd, qdd
+        self._chunk = 0                                # samples per Savitzky-Golay pass
+
+    @property
+    def window(self) -> int:
+        """Savitzky-Golay window [samples] of the current segment (0 while its period is unknown)."""
+        return self._n_win
+
+    def push(self, t: float, q: np.ndarray, qd: Optional[np.ndarray],
+             tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, Optional[Block]]:
+        """Add one sample; return the causal (qd, qdd) for it and the samples finished now.
+
+        Raises :class:`InvalidSample` for a stamp equal to the previous one; a stamp going
+        backwards or a gap starts a new segment (the old one's last samples are finished then).
+        """
+        flushed = None
+        if self._n:
+            step = t - self._t[self._n - 1]
+            if step == 0.0:
+                raise InvalidSample(f"stamp {t:.9f} s repeats the previous sample's")
+            if step < 0.0 or (self.dt is not None and step > self.gap_periods * self.dt):
+                flushed = self._finish(minimum=1)
+                self._start_segment(len(self._t))
+        if self._n == len(self._t):
+            self._make_room()
+        k = self._n
+        self._t[k] = t
+        self._x[k, 0], self._x[k, 2] = q, tau
+        self._x[k, 1] = qd if qd is not None else np.nan
+        self._n += 1
+        if self.dt is None and self._n > DT_PROBE_STEPS:
+            self._fix_period()
+        return (*self._causal_estimate(q, qd), flushed if flushed is not None else self._finish())
+
+    def _fix_period(self) -> None:
+        steps = np.diff(self._t[:self._n])
+        self.dt = float(np.median(steps))
+        self._n_win = window_length(self.dt, self.window_seconds, self.polyorder)
+        self._half = self._n_win // 2
+        self._causal = np.stack([savgol_coeffs(self._n_win, self.polyorder, deriv=d,
+                                               delta=self.dt, pos=self._n_win - 1, use="dot")
+                                 for d in (1, 2)])
+        self._chunk = max(int(round(PROCESS_SECONDS / self.dt)), 1)
+        capacity = max(len(self._t), 4 * (self._n_win + self._chunk))
+        if capacity > len(self._t):
+            self._resize(capacity, 0)
+
+    def _resize(self, capacity: int, start: int) -> None:
+        n = self._n - start
+        t, x = np.empty(capacity), np.empty((capacity, 3, self.dof))
+        t[:n], x[:n] = self._t[start:self._n], self._x[start:self._n]
+        self._t, self._x, self._n, self._p = t, x, n, max(self._p - start, 0)
+
+    def _make_room(self) -> None:
+        """Drop samples no longer needed (before the window of the next sample to finish and
+        of the newest sample); grow if there are none."""
+        keep_from = min(self._p - self._half, self._n - self._n_win) if self.dt else 0
+        if keep_from > 0:
+            n = self._n - keep_from
+            self._t[:n] = self._t[keep_from:self._n]
+            self._x[:n] = self._x[keep_from:self._n]
+            self._n, self._p = n, self._p - keep_from
+        else:
+            self._resize(2 * len(self._t), 0)
+
+    def _causal_estimate(self, q: np.ndarray, qd: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        if self._causal is None or self._n < self._n_win:
+            return (qd if qd is not None else np.zeros(self.dof)), np.zeros(self.dof)
+        window = self._x[self._n - self._n_win:self._n, 0]
+        qd_fit, qdd = self._causal @ window
+        return (qd if qd is not None else qd_fit), qdd
+
+    def _finish(self, minimum: Optional[int] = None) -> Optional[Block]:
+        """Savitzky-Golay over the samples whose centred window is complete, once ``minimum``
+        (default: ``PROCESS_SECONDS`` of data) of them wait."""
+        if self.dt is None:
+            return None
+        half = self._half
+        self._p = max(self._p, half)
+        end = self._n - half
+        if end - self._p < (self._chunk if minimum is None else minimum):
+            return None
+        a, b = self._p - half, end + half
+        self._p = end
+        try:
+            d = savgol_derivatives(self._t[a:b], self._x[a:b, 0], self.window_seconds,
+                                   self.polyorder, tolerance=self.tolerance,
+                                   gap_periods=self.gap_periods)
+        except DataError:
+            self.dropped_blocks += end - (a + half)
+            return None
+        rows = slice(half, b - a - half)
+        x = self._x[a + half:end]
+        qd = np.where(np.isnan(x[:, 1]), d.qd[rows], x[:, 1])
+        return Block(self._t[a + half:end].copy(), x[:, 0].copy(), qd, d.qdd[rows].copy(),
+                     x[:, 2].copy())
+
+
+class SampleRing:
+    """The training buffer: the last ``capacity`` finished samples, addressed by their global
+    index (0 = the first sample ever stored)."""
+
+    def __init__(self, capacity: int, dof: int) -> None:
+        self.capacity = capacity
+        self.total = 0
+        self._data = np.empty((capacity, 4, dof))   # q, qd, qdd, tau
+
+    @property
+    def count(self) -> int:
+        return min(self.total, self.capacity)
+
+    def extend(self, block: Block) -> None:
+        data = np.stack([block.q, block.qd, block.qdd, block.tau], axis=1)[-self.capacity:]
+        n = data.shape[0]
+        start = (self.total + len(block.t) - n) % self.capacity
+        first = min(n, self.capacity - start)
+        self._data[start:start + first] = data[:first]
+        self._data[:n - first] = data[first:]
+        self.total += len(block.t)
+
+    def take(self, index: np.ndarray) -> np.ndarray:
+        """Rows of the given global indices (must still be held): (n, 4, dof), a copy."""
+        return self._data[np.asarray(index) % self.capacity]
+
+    def oldest(self) -> int:
+        return self.total - self.count
+
+
+def _to_samples(rows: np.ndarray, dtype: torch.dtype) -> Samples:
+    return Samples(*(torch.as_tensor(rows[:, k], dtype=dtype) for k in range(4)))
+
+
+@dataclass(frozen=True)
+class LinkEstimate:
+    """One learnable link: mass [kg], com (3,) [m] link frame, inertia (3, 3) [kg m²] about the
+    com in link axes, and its consistency flags."""
+
+    name: str
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    mass_positive: bool
+    inertia_positive_definite: bool
+    triangle_inequality: bool
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A consistent copy of the current estimate and the identifier's counters."""
+
+    parametrisation: str
+    joint_names: tuple[str, ...]
+    links: tuple[LinkEstimate, ...]
+    damping: np.ndarray                    # (dof,) [N m s/rad]
+    friction: Optional[FrictionParameters]
+    nmse: np.ndarray                       # (dof,) on the recent window, or (0,) before any
+    consistent: bool
+    consistency_text: str
+    samples: int                           # finished samples that entered the buffer
+    updates: int
+    counters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def finite(self) -> bool:
+        """No NaN/Inf anywhere (a NoStr mass driven to zero makes the CoM infinite)."""
+        arrays = [self.damping, self.nmse] + [np.asarray([l.mass, *l.com, *l.inertia.ravel()])
+                                              for l in self.links]
+        if self.friction is not None:
+            arrays += [self.friction.phi1, self.friction.phi2, self.friction.phi3]
+        return all(bool(np.all(np.isfinite(a))) for a in arrays)
+
+
+class OnlineIdentifier:
+    """Learns the dynamics of ``description`` from a joint-state stream (module docstring)."""
+
+    def __init__(self, description: RobotDescription, config: OnlineConfig = OnlineConfig(),
+                 dtype: torch.dtype = torch.float64) -> None:
+        self.config = config.validate()
+        self.description = description
+        self.dtype = dtype
+        model = RigidBodyModel(description, dtype=dtype)
+        self.dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
+                                          friction=config.friction).to(dtype)
+        self._parameters = [p for p in self.dynamics.parameters() if p.requires_grad]
+        self._optimiser = torch.optim.Adam(self._parameters, lr=config.learning_rate)
+        self._predictor = copy.deepcopy(self.dynamics).requires_grad_(False)
+        self.mapper = JointStateMapper(model.joint_names)
+        self._stream = StreamingDerivatives(model.dof, config.window_seconds, config.polyorder,
+                                            config.gap_periods)
+        self._ring: Optional[SampleRing] = None
+        self._pending: collections.deque = collections.deque()
+        self._generator = np.random.default_rng(config.seed)
+        self._data_lock = threading.Lock()       # stream, ring, pending, counters of add()
+        self._model_lock = threading.Lock()      # dynamics + optimiser (training)
+        self._predictor_lock = threading.Lock()  # the prediction copy, nmse
+        self._data_ready = threading.Event()
+        self._cursor = 0                         # global index of the next sample not trained on
+        self._nmse = np.zeros(0)
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self.last_error: Optional[str] = None
+        self.counters: dict[str, int] = {
+            "received": 0, "rejected": 0, "updates": 0, "new_updates": 0, "replay_updates": 0,
+            "skipped_updates": 0, "unused_samples": 0, "dropped_predictions": 0,
+            "non_uniform_samples": 0, "segments": 0, "thread_errors": 0}
+
+    # -- input -------------------------------------------------------------------------------
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.dynamics.model.joint_names
+
+    @property
+    def dof(self) -> int:
+        return self.dynamics.model.dof
+
+    def add(self, t: float, q: Sequence[float], qd: Optional[Sequence[float]],
+            tau: Sequence[float], tag: Any = None) -> None:
+        """One sample at stamp ``t`` [s] in the model's joint order (``qd`` None: not measured).
+
+        Raises :class:`InvalidSample` (and counts it) for a non-finite or zero stamp, wrong
+        lengths, NaN/Inf values or a repeated stamp. ``tag`` (e.g. the message header) is handed
+        back with the sample's prediction by :meth:`drain_predictions`.
+        """
+        with self._data_lock:
+            self.counters["received"] += 1
+            try:
+                arrays = self._checked(t, q, qd, tau)
+                qd_c, qdd_c, block = self._stream.push(float(t), *arrays)
+            except InvalidSample:
+                self.counters["rejected"] += 1
+                raise
+            self.counters["segments"] = self._stream.segments
+            self.counters["non_uniform_samples"] = self._stream.dropped_blocks
+            if len(self._pending) >= self.config.prediction_queue:
+                self._pending.popleft()
+                self.counters["dropped_predictions"] += 1
+            self._pending.append((tag, arrays[0], qd_c, qdd_c))
+            if block is not None:
+                self._store(block)
+
+    def add_joint_state(self, t: float, names: Sequence[str], position: Sequence[float],
+                        velocity: Sequence[float], effort: Sequence[float], tag: Any = None) -> None:
+        """:meth:`add` for a joint state given by names (a sensor_msgs/JointState's fields)."""
+        try:
+            q, qd, tau = self.mapper.arrays(names, position, velocity, effort)
+        except InvalidSample:
+            with self._data_lock:
+                self.counters["received"] += 1
+                self.counters["rejected"] += 1
+            raise
+        self.add(t, q, qd, tau, tag)
+
+    def _checked(self, t: float, q: Sequence[float], qd: Optional[Sequence[float]],
+                 tau: Sequence[float]) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
+        if not math.isfinite(t) or t == 0.0:
+            raise InvalidSample(f"stamp {t} is not usable (zero or not finite): stamp the messages")
+        out = []
+        for what, values in (("position", q), ("velocity", qd), ("effort", tau)):
+            if values is None and what == "velocity":
+                out.append(None)
+                continue
+            array = np.asarray(values, dtype=np.float64)
+            if array.shape != (self.dof,):
+                raise InvalidSample(f"{what} has shape {array.shape}, expected ({self.dof},)")
+            if not np.all(np.isfinite(array)):
+                raise InvalidSample(f"NaN/Inf in {what}")
+            out.append(array)
+        return out[0], out[1], out[2]
+
+    def _store(self, block: Block) -> None:
+        if self._ring is None:
+            rate = min(1.0 / self._stream.dt, self.config.max_rate)
+            capacity = max(int(math.ceil(self.config.buffer_seconds * rate)), MIN_RING,
+                           self.config.batch_size)
+            self._ring = SampleRing(capacity, self.dof)
+        self._ring.extend(block)
+        if self._ring.total - self._cursor >= self.config.batch_size:
+            self._data_ready.set()
+
+    # -- training ----------------------------------------------------------------------------
+    def _next_batch(self, replay: bool) -> tuple[Optional[np.ndarray], str]:
+        with self._data_lock:
+            ring = self._ring
+            if ring is None:
+                return None, "idle"
+            batch = self.config.batch_size
+            if self._cursor < ring.oldest():
+                self.counters["unused_samples"] += ring.oldest() - self._cursor
+                self._cursor = ring.oldest()
+            if ring.total - self._cursor >= batch:
+                rows = ring.take(np.arange(self._cursor, self._cursor + batch))
+                self._cursor += batch
+                if ring.total - self._cursor < batch:
+                    self._data_ready.clear()
+                return rows, "new"
+            if replay and ring.count >= batch:
+                index = ring.oldest() + self._generator.choice(ring.count, batch, replace=False)
+                return ring.take(index), "replay"
+            return None, "idle"
+
+    def _recent(self) -> Optional[np.ndarray]:
+        with self._data_lock:
+            ring = self._ring
+            if ring is None or ring.count < 2:
+                return None
+            n = min(ring.count, self.config.nmse_samples)
+            return ring.take(np.arange(ring.total - n, ring.total))
+
+    def step(self, replay: Optional[bool] = None) -> str:
+        """One Adam step on L_ID (paper 002 eq. 2): on the next 256 new samples in order, else
+        (``replay``, default ``config.replay``) on a random batch of the buffer. Returns
+        ``"new"``, ``"replay"``, ``"skipped"`` (non-finite loss or gradient: parameters
+        unchanged) or ``"idle"`` (not enough data)."""
+        rows, kind = self._next_batch(self.config.replay if replay is None else replay)
+        if rows is None:
+            return kind
+        batch = _to_samples(rows, self.dtype)
+        with self._model_lock:
+            self._optimiser.zero_grad(set_to_none=True)
+            loss = ((self.dynamics(batch.q, batch.qd, batch.qdd) - batch.tau) ** 2).sum(dim=1).mean()
+            finite = bool(torch.isfinite(loss))
+            if finite:
+                loss.backward()
+                finite = all(p.grad is None or bool(torch.isfinite(p.grad).all())
+                             for p in self._parameters)
+            if not finite:
+                self._optimiser.zero_grad(set_to_none=True)
+                with self._data_lock:
+                    self.counters["skipped_updates"] += 1
+                return "skipped"
+            before = [p.detach().clone() for p in self._parameters]
+            self._optimiser.step()
+            if not all(bool(torch.isfinite(p).all()) for p in self._parameters):
+                with torch.no_grad():
+                    for p, old in zip(self._parameters, before):
+                        p.copy_(old)
+                with self._data_lock:
+                    self.counters["skipped_updates"] += 1
+                return "skipped"
+            state = {k: v.detach().clone() for k, v in self.dynamics.state_dict().items()}
+            with self._data_lock:
+                self.counters["updates"] += 1
+                self.counters[f"{kind}_updates"] += 1
+                updates = self.counters["updates"]
+        with self._predictor_lock:
+            self._predictor.load_state_dict(state)
+        if updates % self.config.nmse_every == 0 or updates == 1:
+            self.evaluate_recent()
+        return kind
+
+    def evaluate_recent(self) -> np.ndarray:
+        """NMSE per joint of the current estimate on the newest ``nmse_samples`` buffered
+        samples (stored for :meth:`snapshot`); empty before there are any. A joint whose torque
+        barely varies over that window has a large NMSE (the variance normalises it)."""
+        rows = self._recent()
+        if rows is None:
+            return np.zeros(0)
+        samples = _to_samples(rows, self.dtype)
+        with self._predictor_lock:
+            value = evaluate_nmse(self._predictor, samples)
+            if np.all(np.isfinite(value)):
+                self._nmse = value
+            return self._nmse.copy()
+
+    def start(self, replay_rate: float = 20.0) -> None:
+        """Train in a daemon thread: every new batch at once, replay batches at most
+        ``replay_rate`` per second (0: none). :meth:`stop` ends it."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(replay_rate,),
+                                        name="online_identifier", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._data_ready.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self, replay_rate: float) -> None:
+        period = 1.0 / replay_rate if replay_rate > 0 else math.inf
+        next_replay = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            try:
+                kind = self.step(replay=self.config.replay and now >= next_replay)
+            except Exception as exc:   # keep learning; the node reports it
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                with self._data_lock:
+                    self.counters["thread_errors"] += 1
+                self._stop.wait(1.0)
+                continue
+            if kind == "replay":
+                next_replay = now + period
+            elif kind != "new":
+                wait = min(0.1, max(next_replay - time.monotonic(), 0.001))
+                self._data_ready.wait(wait)
+
+    # -- output ------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """A copy of the counters: received, rejected (bad samples), updates (new_updates +
+        replay_updates), skipped_updates (non-finite loss or gradient), unused_samples (left
+        the buffer before a new-data step reached them), dropped_predictions,
+        non_uniform_samples (not trained on: irregular stamps), segments, thread_errors."""
+        with self._data_lock:
+            return dict(self.counters)
+
+    @torch.no_grad()
+    def predict(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Torques (B, dof) of the current estimate for states (B, dof) (or (dof,))."""
+        args = [torch.as_tensor(np.atleast_2d(np.asarray(x, dtype=np.float64)), dtype=self.dtype)
+                for x in (q, qd, qdd)]
+        with self._predictor_lock:
+            tau = self._predictor(*args)
+        return tau.cpu().double().numpy()
+
+    def drain_predictions(self) -> list[tuple[Any, np.ndarray]]:
+        """(tag, predicted torque (dof,)) for every sample added since the last call, in order:
+        the current estimate at the sample's q, qd and causal qdd. Non-finite predictions (none
+        expected) are left out and counted."""
+        with self._data_lock:
+            pending, self._pending = self._pending, collections.deque()
+        if not pending:
+            return []
+        tags, q, qd, qdd = zip(*pending)
+        tau = self.predict(np.stack(q), np.stack(qd), np.stack(qdd))
+        finite = np.all(np.isfinite(tau), axis=1)
+        if not np.all(finite):
+            with self._data_lock:
+                self.counters["dropped_predictions"] += int(np.count_nonzero(~finite))
+        return [(tag, row) for tag, row, ok in zip(tags, tau, finite) if ok]
+
+    def snapshot(self) -> Snapshot:
+        """The current estimate (from the prediction copy: never half-updated)."""
+        with self._predictor_lock:
+            dynamics = self._predictor
+            with torch.no_grad():
+                inertials = dynamics.inertials()
+                damping = dynamics.damping().cpu().double().numpy()
+            friction = dynamics.friction_parameters()
+            report = consistency_of(dynamics)
+            nmse = self._nmse.copy()
+        mass, com, inertia = inertials.numpy()
+        links = tuple(
+            LinkEstimate(name, float(mass[i]), com[i].copy(), inertia[i].copy(),
+                         flags.mass_positive, flags.inertia_positive_definite,
+                         flags.triangle_inequality)
+            for name, i, flags in zip(self.dynamics.learnable_links,
+                                      self.dynamics.link_index.tolist(), report.links))
+        with self._data_lock:
+            counters = dict(self.counters)
+            samples = self._ring.total if self._ring is not None else 0
+        return Snapshot(self.config.parametrisation, self.joint_names, links, damping, friction,
+                        nmse, report.consistent, report.format(), samples,
+                        counters["updates"], counters)
+
+    def write(self, path: str) -> tuple[str, str]:
+        """Write the current estimate as a URDF at ``path`` (must end in .urdf; relative paths
+        are resolved against the current working directory) and a YAML beside it (same name,
+        .yaml), each atomically. Returns the two absolute paths; :class:`DiffneaError` (one
+        line) if nothing could be written."""
+        path = str(path).strip()
+        if not path.endswith(".urdf"):
+            raise DiffneaError(f"URDF path {path!r} must end in .urdf (the YAML is written "
+                               f"beside it with .yaml)")
+        urdf_path = os.path.abspath(os.path.expanduser(path))
+        if not os.path.isdir(os.path.dirname(urdf_path)):
+            raise DiffneaError(f"cannot write {urdf_path}: directory "
+                               f"{os.path.dirname(urdf_path)} does not exist")
+        yaml_path = urdf_path[:-len(".urdf")] + ".yaml"
+        snap = self.snapshot()
+        links = {link.name: (link.mass, link.com, link.inertia) for link in snap.links}
+        damping = dict(zip(snap.joint_names, snap.damping.tolist()))
+        friction = (None if snap.friction is None else
+                    {j: (snap.friction.phi1[k], snap.friction.phi2[k], snap.friction.phi3[k])
+                     for k, j in enumerate(snap.joint_names)})
+        metadata = {"parametrisation": snap.parametrisation, "samples": snap.samples,
+                    "updates": snap.updates, "nmse_recent": snap.nmse.tolist(),
+                    "consistent": snap.consistent, "robot": self.description.name,
+                    "identified_joints": list(snap.joint_names), "source": "diffnea_ros online identifier"}
+        urdf_text = export_urdf(self.description.urdf_text, links, damping)
+        yaml_text = export_yaml(links, damping, friction, metadata)
+        write_text_atomic(urdf_path, urdf_text)
+        write_text_atomic(yaml_path, yaml_text)
+        return urdf_path, yaml_path

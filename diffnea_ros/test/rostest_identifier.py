@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""rostest: the identifier node (paper 002 §4.1.2 online identification) on synthetic iiwa joint
+states whose torques come from our RNEA with the URDF's values, starting from perturbed ones."""
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+import pybullet_data
+import rospy
+import rostest
+import torch
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+
+from diffnea_ros.algorithms import rnea
+from diffnea_ros.export import export_urdf
+from diffnea_ros.model import RigidBodyModel
+from diffnea_ros.msg import IdentifiedParams
+from diffnea_ros.srv import WriteUrdf
+from diffnea_ros.urdf import load_robot
+
+IIWA = os.path.join(pybullet_data.getDataPath(), "kuka_iiwa", "model.urdf")
+RATE = 250.0
+SECONDS = 10.0
+PERIODS = np.array([23.0, 19.0, 17.0, 13.0, 11.0, 7.0, 5.0]) / 4.0
+AMPLITUDES = 1.5 * np.array([0.7, 0.5, 0.5, 0.5, 0.65, 0.65, 0.7])
+
+
+def perturbed_urdf(path, seed=0):
+    """The iiwa URDF with masses, inertias (x 0.6..1.4) and CoMs (+- 2 cm) perturbed."""
+    robot = load_robot(IIWA)
+    rng = np.random.default_rng(seed)
+    links = {b.name: (b.mass * rng.uniform(0.6, 1.4), b.com + rng.normal(0.0, 0.02, 3),
+                      b.inertia * rng.uniform(0.6, 1.4)) for b in robot.bodies if b.mass > 0}
+    with open(path, "w") as f:
+        f.write(export_urdf(robot.urdf_text, links))
+
+
+def trajectory(n, t0):
+    """Stamps, q, qd and the true iiwa's torques of Table 1-like sines."""
+    t = t0 + np.arange(n) / RATE
+    w = 2.0 * np.pi / PERIODS
+    q = AMPLITUDES * np.sin(w * t[:, None])
+    qd = AMPLITUDES * w * np.cos(w * t[:, None])
+    qdd = -AMPLITUDES * w ** 2 * np.sin(w * t[:, None])
+    model = RigidBodyModel.from_urdf(IIWA)
+    tau = rnea(model, *(torch.from_numpy(x) for x in (q, qd, qdd))).numpy()
+    return t, q, qd, tau
+
+
+def state_msg(stamp, names, q, qd, tau):
+    msg = JointState()
+    msg.header.stamp = rospy.Time.from_sec(stamp)
+    msg.name = list(names)
+    msg.position, msg.velocity, msg.effort = list(q), list(qd), list(tau)
+    return msg
+
+
+def run_node(name, *params):
+    return subprocess.Popen(["rosrun", "diffnea_ros", "identifier", f"__name:={name}", "__ns:=/diffnea",
+                             *params],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+class Listener:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.params, self.efforts, self.diagnostics = [], [], []
+        self.subscribers = [
+            rospy.Subscriber("/diffnea/identified_params", IdentifiedParams, self._add(self.params),
+                             queue_size=100),
+            rospy.Subscriber("/diffnea/predicted_effort", JointState, self._add(self.efforts),
+                             queue_size=10000)]
+        rospy.Subscriber("/diagnostics", DiagnosticArray, self._add(self.diagnostics),
+                         queue_size=10)
+
+    def _add(self, target):
+        def callback(msg):
+            with self.lock:
+                target.append(msg)
+        return callback
+
+
+class Identifier(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_identifier")
+        cls.folder = tempfile.mkdtemp(prefix="diffnea_rostest_")
+        cls.start_urdf = os.path.join(cls.folder, "iiwa_perturbed.urdf")
+        perturbed_urdf(cls.start_urdf)
+        cls.names = load_robot(IIWA).joint_names
+
+    def wait_for(self, predicate, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.01)
+        return False
+
+    def test_node(self):
+        listener = Listener()
+        node = run_node("identifier", f"_urdf:={self.start_urdf}", "_publish_rate:=4.0")
+        try:
+            self._check_running_node(listener, node)
+            os.killpg(node.pid, signal.SIGINT)
+            _, err = node.communicate(timeout=30)
+        finally:
+            if node.poll() is None:
+                os.killpg(node.pid, signal.SIGKILL)
+        # each bad message was reported (throttled to 1/s; they are 1.6 s apart) with its reason
+        for reason in ("missing joint(s) lbr_iiwa_joint_7", "velocity has 5 values for 7",
+                       "NaN/Inf in effort of lbr_iiwa_joint_4"):
+            self.assertIn(f"joint state dropped: {reason}", err)
+        self.assertEqual(err.count("joint state dropped"), 4, err)
+        self._check_bad_start()
+
+    def _check_running_node(self, listener, node):
+        pub = rospy.Publisher("/real/joint_states", JointState, queue_size=1000, tcp_nodelay=True)
+        self.assertTrue(self.wait_for(lambda: pub.get_num_connections() > 0 and all(
+            s.get_num_connections() > 0 for s in listener.subscribers), 60),
+            "identifier and the test did not connect")
+        n = int(SECONDS * RATE)
+        t, q, qd, tau = trajectory(n, 100.0)
+        names = list(self.names)
+        bad = {300: "missing", 700: "length", 1100: "nan", 1500: "inf"}
+        period = 1.0 / RATE
+        next_time = time.monotonic()
+        for k in range(n):
+            if k in bad:
+                kind = bad[k]
+                if kind == "missing":
+                    msg = state_msg(t[k] - 0.5 * period, names[:6], q[k][:6], qd[k][:6], tau[k][:6])
+                elif kind == "length":
+                    msg = state_msg(t[k] - 0.5 * period, names, q[k], qd[k][:5], tau[k])
+                else:
+                    v = tau[k].copy()
+                    v[3] = np.nan if kind == "nan" else np.inf
+                    msg = state_msg(t[k] - 0.5 * period, names, q[k], qd[k], v)
+                pub.publish(msg)
+            if k % 5 == 0:   # joints in another order, plus one the URDF does not have: by name
+                msg = state_msg(t[k], ["gripper", *reversed(names)], [0.0, *q[k][::-1]],
+                                [0.0, *qd[k][::-1]], [0.0, *tau[k][::-1]])
+            else:
+                msg = state_msg(t[k], names, q[k], qd[k], tau[k])
+            pub.publish(msg)
+            next_time += period
+            time.sleep(max(0.0, next_time - time.monotonic()))
+        self.assertTrue(self.wait_for(lambda: len(listener.efforts) == n, 20),
+                        f"expected {n} predicted efforts, got {len(listener.efforts)}")
+        # predicted_effort: one per good message, in order, with its stamp and the joint names
+        with listener.lock:
+            efforts = list(listener.efforts)
+        np.testing.assert_allclose([m.header.stamp.to_sec() for m in efforts], t, rtol=0, atol=1e-6)
+        for msg in efforts:
+            self.assertEqual(list(msg.name), names)
+            self.assertEqual(len(msg.effort), 7)
+        predicted = np.array([m.effort for m in efforts])
+        self.assertTrue(np.isfinite(predicted).all())
+        late = slice(n // 2, None)   # the estimate and the causal accelerations have settled
+        nmse = np.mean((predicted[late] - tau[late]) ** 2, axis=0) / tau[late].var(axis=0)
+        self.assertLess(nmse.mean(), 0.05, nmse)
+
+        # identified_params: the learnable links, consistent (cov), learning under way; the
+        # first one published after the last sample has all the samples
+        count = len(listener.params)
+        self.assertTrue(self.wait_for(lambda: len(listener.params) > max(count, 2), 10))
+        with listener.lock:
+            params = list(listener.params)
+        last = params[-1]
+        self.assertEqual(last.parametrisation, "cov")
+        self.assertEqual(list(last.joint_names), names)
+        self.assertEqual([link.name for link in last.links],
+                         [f"lbr_iiwa_link_{i}" for i in range(1, 8)])
+        self.assertTrue(last.consistent)
+        self.assertTrue(all(link.mass_positive and link.inertia_positive_definite
+                            and link.triangle_inequality for link in last.links))
+        self.assertEqual(len(last.damping), 7)
+        self.assertTrue(np.isfinite(last.damping).all() and np.all(np.asarray(last.damping) > 0))
+        self.assertGreater(last.updates, 10)
+        self.assertGreater(last.samples, n - 200)
+        first = next(p for p in params if len(p.nmse) == 7)
+        self.assertLess(np.mean(last.nmse), 0.5 * np.mean(first.nmse),
+                        (list(first.nmse), list(last.nmse)))
+        self.assertTrue(all(p.header.stamp.to_sec() > 0 for p in params))
+        # the diagnostics count the dropped messages; nothing was skipped or failed
+        self.assertTrue(self.wait_for(lambda: len(listener.diagnostics) > 0, 5))
+        time.sleep(1.1)
+        with listener.lock:
+            values = {kv.key: kv.value for kv in listener.diagnostics[-1].status[0].values}
+        self.assertEqual(int(values["rejected"]), len(bad))
+        self.assertEqual(int(values["received"]), n + len(bad))
+        self.assertEqual(int(values["skipped_updates"]), 0)
+        self.assertEqual(int(values["thread_errors"]), 0)
+
+        # ~write_urdf: a URDF that load_robot parses (and its YAML); a bad path is refused
+        rospy.wait_for_service("/diffnea/identifier/write_urdf", timeout=10)
+        write = rospy.ServiceProxy("/diffnea/identifier/write_urdf", WriteUrdf)
+        target = os.path.join(self.folder, "iiwa_identified.urdf")
+        answer = write(target)
+        self.assertTrue(answer.success, answer.message)
+        self.assertIn(target, answer.message)
+        written = load_robot(target)
+        self.assertEqual(written.joint_names, self.names)
+        self.assertNotEqual([b.mass for b in written.bodies], [b.mass for b in load_robot(self.start_urdf).bodies])
+        self.assertTrue(os.path.isfile(os.path.join(self.folder, "iiwa_identified.yaml")))
+        answer = write(os.path.join(self.folder, "missing_dir", "x.urdf"))
+        self.assertFalse(answer.success)
+        self.assertIn("does not exist", answer.message)
+        answer = write("")
+        self.assertFalse(answer.success)
+        self.assertIn(".urdf", answer.message)
+        self.assertIsNone(node.poll(), "the node stopped after a bad service request")
+        count = len(listener.params)
+        self.assertTrue(self.wait_for(lambda: len(listener.params) > count, 5),
+                        "no identified_params after the bad requests")
+
+    def _check_bad_start(self):
+        malformed = os.path.join(self.folder, "malformed.urdf")
+        with open(malformed, "w") as f:
+            f.write("<robot name='x'><link name='a'>")
+        cases = {"missing": ([f"_urdf:={os.path.join(self.folder, 'nope.urdf')}"], "not found"),
+                 "malformed": ([f"_urdf:={malformed}"], "not valid XML"),
+                 "unset": ([], "~urdf"),
+                 "parametrisation": ([f"_urdf:={IIWA}", "_parametrisation:=chol"],
+                                     "unknown parametrisation")}
+        for i, (case, (params, expected)) in enumerate(cases.items()):
+            proc = run_node(f"bad_start_{i}", *params)
+            try:
+                _, err = proc.communicate(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+            fatal = [line for line in err.splitlines() if "FATAL" in line]
+            self.assertEqual(proc.returncode, 1, f"{case}: {err}")
+            self.assertEqual(len(fatal), 1, f"{case}: {err}")
+            self.assertIn(expected, fatal[0], case)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("diffnea_ros", "identifier", Identifier)

@@ -122,21 +122,24 @@ def test_unbatched_input_and_shape_errors():
         alg.rnea(model, torch.zeros(3, 6, dtype=torch.float64), zero, zero)
 
 
+SLIDER_URDF = """<robot name="slider">
+  <link name="base"/>
+  <link name="carriage"><inertial><origin xyz="0.1 0 0" rpy="0.3 0.2 0.1"/><mass value="2.0"/>
+    <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.04"/></inertial></link>
+  <link name="arm"><inertial><origin xyz="0 0.2 0"/><mass value="1.0"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="carriage"/>
+    <axis xyz="0 0.6 0.8"/><limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+  <joint name="turn" type="revolute"><parent link="carriage"/><child link="arm"/>
+    <origin xyz="0.3 0 0.1" rpy="0 0.5 0"/><axis xyz="1 1 0"/>
+    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+</robot>"""
+
+
 def test_prismatic_joint_and_arbitrary_axis():
     """A prismatic joint along a tilted axis under gravity needs m g·axis; a revolute joint
     about a tilted axis agrees with Pinocchio."""
-    urdf = """<robot name="slider">
-      <link name="base"/>
-      <link name="carriage"><inertial><origin xyz="0.1 0 0" rpy="0.3 0.2 0.1"/><mass value="2.0"/>
-        <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.04"/></inertial></link>
-      <link name="arm"><inertial><origin xyz="0 0.2 0"/><mass value="1.0"/>
-        <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
-      <joint name="slide" type="prismatic"><parent link="base"/><child link="carriage"/>
-        <axis xyz="0 0.6 0.8"/><limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
-      <joint name="turn" type="revolute"><parent link="carriage"/><child link="arm"/>
-        <origin xyz="0.3 0 0.1" rpy="0 0.5 0"/><axis xyz="1 1 0"/>
-        <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-    </robot>"""
+    urdf = SLIDER_URDF
     model = RigidBodyModel.from_urdf(urdf)
     pmodel = pin.buildModelFromXML(urdf)
     data = pmodel.createData()
@@ -172,3 +175,72 @@ def test_bad_urdf_gives_one_line(text, message):
 def test_missing_urdf_file(tmp_path):
     with pytest.raises(UrdfError, match="URDF not found"):
         load_robot(str(tmp_path / "missing.urdf"))
+
+
+def test_regressor_reproduces_rnea(robot):
+    """tau = Y(q, qd, qdd) pi with the nominal standard parameters: the regressor and the RNEA
+    share the forward and backward recursions (joint frames, prismatic joints, fixed links)."""
+    from diffnea_ros.regressor import regressor, regressor_torque, standard_parameters
+
+    name, model, _, _ = robot
+    q, qd, qdd = (torch.from_numpy(x) for x in _states(model.dof, batch=6, seed=5))
+    y = regressor(model, q, qd, qdd)
+    assert y.shape == (6, model.dof, model.num_bodies, 10)
+    tau = alg.rnea(model, q, qd, qdd, damping=torch.zeros(model.dof, dtype=torch.float64))
+    torch.testing.assert_close(regressor_torque(y, standard_parameters(model.nominal_inertials())),
+                               tau, rtol=0, atol=1e-12)
+
+
+def test_body_motion_in_link_frames_matches_forward_kinematics():
+    """omega of every link (link coordinates) equals the body-frame angular velocity from the
+    derivative of the forward kinematics, R^T dR/dt, on a robot whose joint axes are not z."""
+    model = RigidBodyModel.from_urdf(URDFS["trifinger"])
+    q, qd, _ = (torch.from_numpy(x) for x in _states(model.dof, batch=3, seed=6))
+    motion = alg.body_motion(model, q, qd, torch.zeros_like(q))
+    step = 1e-6
+    poses = [alg.forward_kinematics(model, q + sign * step * qd)[..., :3, :3] for sign in (1, -1)]
+    rotation = alg.forward_kinematics(model, q)[..., :3, :3]
+    skew = rotation.transpose(-1, -2) @ (poses[0] - poses[1]) / (2 * step)
+    omega = torch.stack([skew[..., 2, 1], skew[..., 0, 2], skew[..., 1, 0]], -1)
+    torch.testing.assert_close(motion.omega, omega, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("urdf", ["slider", "trifinger"])
+def test_gradients_with_prismatic_joint_tilted_axes_and_fixed_links(urdf):
+    """gradcheck where joint frames are not link frames and fixed links are merged."""
+    model = RigidBodyModel.from_urdf(SLIDER_URDF if urdf == "slider" else URDFS[urdf])
+    q, qd, qdd = (torch.from_numpy(x).requires_grad_() for x in _states(model.dof, batch=2, seed=7))
+    nominal = model.nominal_inertials()
+    mass, com, inertia = (x.clone().requires_grad_() for x in (nominal.mass, nominal.com, nominal.inertia))
+    assert torch.autograd.gradcheck(
+        lambda *x: alg.rnea(model, *x[:3], alg.Inertials(*x[3:])), (q, qd, qdd, mass, com, inertia))
+
+
+def test_cached_constants_follow_buffer_changes():
+    """Constants derived from the model's buffers are rebuilt after an in-place change."""
+    model, fresh = (RigidBodyModel.from_urdf(URDFS["panda"]) for _ in range(2))
+    q, qd, qdd = (torch.from_numpy(x) for x in _states(model.dof, batch=4, seed=8))
+    before = alg.rnea(model, q, qd, qdd)
+    for m in (model, fresh):
+        with torch.no_grad():
+            m.origin_translation[3, 0] += 0.05
+            m.gravity[2] = -3.0
+    after = alg.rnea(model, q, qd, qdd)
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, alg.rnea(fresh, q, qd, qdd), rtol=0, atol=0)
+
+
+def test_projecting_link_weights_gives_gravity_torques(robot):
+    """At rest, each link's force is its weight, f_lin = m a, f_ang = c x m a (a = -g in the
+    link frame, from body_motion); carried to the joints it gives the RNEA's gravity torques."""
+    name, model, _, _ = robot
+    q, _, _ = (torch.from_numpy(x) for x in _states(model.dof, batch=5, seed=9))
+    rest = torch.zeros_like(q)
+    motion = alg.body_motion(model, q, rest, rest)
+    torch.testing.assert_close(motion.alpha, torch.zeros_like(motion.alpha))
+    nominal = model.nominal_inertials()
+    f_lin = nominal.mass[:, None] * motion.acc                            # (B, nb, 3)
+    f_ang = torch.linalg.cross(nominal.com.expand_as(f_lin), f_lin, dim=-1)
+    gravity_torque = alg.rnea(model, q, rest, rest, damping=torch.zeros(model.dof, dtype=torch.float64))
+    torch.testing.assert_close(alg.project_to_joints(model, motion, f_ang, f_lin), gravity_torque,
+                               rtol=0, atol=1e-12)

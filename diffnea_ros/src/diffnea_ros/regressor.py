@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from diffnea_ros.algorithms import _check, _cross, _skew, body_motion, project_to_joints
+from diffnea_ros.algorithms import _check, _cross, _skew, body_motion, joint_contributions
 from diffnea_ros.model import Inertials, RigidBodyModel
 
 NUM_STANDARD = 10   # parameters per body
@@ -61,11 +61,8 @@ def regressor(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: tor
                            _inertia_columns(al) + wx @ _inertia_columns(w)], dim=-1)   # (B, nb, 3, 10)
     block_lin = torch.cat([a_prime.unsqueeze(-1), _skew(al) + wx @ wx,
                            a_prime.new_zeros(batch, nb, 3, 6)], dim=-1)
-    # body k's block sits in column k: (B, nb, 3, nb, 10)
-    eye = torch.eye(nb, dtype=q.dtype, device=q.device)[None, :, None, :, None]
-    f_ang = block_ang.unsqueeze(3) * eye
-    f_lin = block_lin.unsqueeze(3) * eye
-    return project_to_joints(model, motion, f_ang, f_lin)
+    # body k's block, carried to the joints that support it, is column k of Y
+    return joint_contributions(model, motion, block_ang, block_lin)
 
 
 def regressor_torque(y: torch.Tensor, parameters: torch.Tensor) -> torch.Tensor:

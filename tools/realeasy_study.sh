@@ -6,7 +6,9 @@
 # precise network (STUDY_TRAIN_MINUTES each, default 10); evaluates both on the held-out test
 # split, the Cartesian set and the whole transfer set. Output: build/study/ (bags, data sets,
 # models; STUDY_WORK) and realeasy_ros/results/ (JSON, tables, plots; STUDY_RESULTS).
-# STUDY_ARCHS selects the networks (default "realtime precise"). About 35 minutes on 2 cores.
+# STUDY_ARCHS selects the networks (default "realtime precise"). STUDY_SIM_CONFIG replaces the
+# simulator's configuration (e.g. one whose `urdf:` is a URDF identified by diffnea_ros: Realeasy
+# on top of system identification). About 35 minutes on 2 cores.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="${STUDY_WORK:-$root/build/study}"
@@ -15,6 +17,8 @@ archs="${STUDY_ARCHS:-realtime precise}"
 n="${STUDY_TRAJECTORIES:-400}"
 n_b="${STUDY_TRANSFER_TRAJECTORIES:-80}"
 minutes="${STUDY_TRAIN_MINUTES:-10}"
+sim_args=()
+[ -z "${STUDY_SIM_CONFIG:-}" ] || sim_args=(--sim-config "$STUDY_SIM_CONFIG")
 mkdir -p "$work" "$results"
 # the settings chosen for the stand-in (see the README): hidden 64, no input dropout, loss
 # columns weighted by the simulation's gap
@@ -23,14 +27,14 @@ train_args=(--hidden 64 --dropout 0 --weighting gap --batch-size 32 --lr-decay 0
 
 if [ ! -f "$work/dataset_a.npz" ]; then
   echo "== collect $n pairs from the default stand-in"
-  rosrun realeasy_ros collect --trajectories "$n" --seed 1000 --out "$work/pairs_a.bag" \
+  rosrun realeasy_ros collect --trajectories "$n" --seed 1000 --out "$work/pairs_a.bag" "${sim_args[@]}" \
     --json "$work/collect_a.json" --quiet
   rosrun realeasy_ros dataset --bag "$work/pairs_a.bag" --out "$work/dataset_a.npz" --seed 1000 \
     --json "$work/dataset_a.json"
 fi
 if [ ! -f "$work/dataset_b.npz" ]; then
   echo "== collect $n_b pairs from stand-in individual B (friction and offsets changed)"
-  rosrun realeasy_ros collect --trajectories "$n_b" --seed 2000 --out "$work/pairs_b.bag" \
+  rosrun realeasy_ros collect --trajectories "$n_b" --seed 2000 --out "$work/pairs_b.bag" "${sim_args[@]}" \
     --reality-config "$root/realeasy_ros/config/reality/individual_b.yaml" \
     --json "$work/collect_b.json" --quiet
   rosrun realeasy_ros dataset --bag "$work/pairs_b.bag" --out "$work/dataset_b.npz" --seed 2000 \

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from diffnea_ros.algorithms import rnea
-from diffnea_ros.identification import IdentificationConfig, Samples, identify
+from diffnea_ros.identification import IdentificationConfig, Samples, evaluate_nmse, identify
 from diffnea_ros.learnable import LearnableDynamics, default_learnable_links
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.urdf import load_robot, with_inertials
@@ -143,3 +143,17 @@ def test_identify_tool_bad_input(tmp_path, case, message):
     assert message in result.stderr
     assert result.stderr.strip().count("\n") == 0
     assert not (tmp_path / "o.urdf").exists()
+
+
+def test_a_diverging_run_stops_with_the_last_finite_parameters():
+    truth = true_model()
+    _, q, qd, qdd, tau = sine_samples(truth, seconds=3.0)
+    tau[280:290] = np.inf   # torques no model can fit: the loss becomes Inf in the second batch
+    samples = Samples.from_arrays(q, qd, qdd, np.nan_to_num(tau, posinf=1e308))
+    nominal = RigidBodyModel.from_urdf(iiwa_path())
+    result = identify(nominal, samples, None, IdentificationConfig(parametrisation="nostr", epochs=3,
+                                                                     online=True))
+    assert result.diverged
+    for value in result.dynamics.parameters():
+        assert torch.all(torch.isfinite(value))
+    assert np.all(np.isfinite(evaluate_nmse(result.dynamics, samples.subset(torch.arange(0, 100)))))

@@ -105,7 +105,7 @@ class IdentificationResult:
     consistency: ConsistencyReport
     history: list[dict[str, Any]] = field(default_factory=list)
     online_curve: list[dict[str, Any]] = field(default_factory=list)
-    diverged: bool = False    # the loss became NaN/Inf; the parameters are from the step before
+    diverged: bool = False    # the loss became NaN/Inf; the parameters are the last with a finite loss
 
 
 def _batches(n: int, batch: int, shuffle: bool, generator: torch.Generator) -> list[torch.Tensor]:
@@ -137,8 +137,8 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     generator = torch.Generator().manual_seed(config.seed)
     dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
                                  friction=config.friction)
-    optimiser = torch.optim.Adam([p for p in dynamics.parameters() if p.requires_grad],
-                                 lr=config.learning_rate)
+    learnable = [p for p in dynamics.parameters() if p.requires_grad]
+    optimiser = torch.optim.Adam(learnable, lr=config.learning_rate)
     cache = (dynamics.regressor_cache(train.q, train.qd, train.qdd)
              if config.use_regressor else None)
     held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
@@ -164,6 +164,7 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     epochs = range(1, config.epochs + 1) if reached is None else range(0)
     epoch = 0
     diverged = False
+    last_good = [p.detach().clone() for p in learnable]
     for epoch in (progress(epochs) if progress is not None else epochs):
         for index in _batches(len(train), batch, shuffle=not config.online, generator=generator):
             part = train.subset(index)
@@ -171,7 +172,11 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
             loss = ((predict(part, index) - part.tau) ** 2).sum(dim=1).mean()
             if not torch.isfinite(loss):
                 diverged = True   # e.g. NoStr's mass through zero (com = h / m)
+                with torch.no_grad():   # back to the last parameters with a finite loss
+                    for p, good in zip(learnable, last_good):
+                        p.copy_(good)
                 break
+            last_good = [p.detach().clone() for p in learnable]
             loss.backward()
             optimiser.step()
             if config.online:

@@ -16,8 +16,8 @@ from diffnea_ros.algorithms import rnea
 from diffnea_ros.errors import DiffneaError
 from diffnea_ros.identification import Samples, evaluate_nmse
 from diffnea_ros.model import RigidBodyModel
-from diffnea_ros.online_identifier import (InvalidSample, JointStateMapper, OnlineConfig,
-                                           OnlineIdentifier, StreamingDerivatives)
+from diffnea_ros.joint_stream import InvalidSample, JointStateMapper, StreamingDerivatives
+from diffnea_ros.online_identifier import OnlineConfig, OnlineIdentifier
 from diffnea_ros.urdf import load_robot, lock_joints, with_inertials
 
 pybullet_data = pytest.importorskip("pybullet_data")

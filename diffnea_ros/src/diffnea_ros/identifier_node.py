@@ -32,8 +32,8 @@ from diffnea_ros.errors import DiffneaError
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.msg import IdentifiedParams, LinkInertial
-from diffnea_ros.online_identifier import (InvalidSample, OnlineConfig, OnlineIdentifier,
-                                           Snapshot)
+from diffnea_ros.joint_stream import InvalidSample
+from diffnea_ros.online_identifier import OnlineConfig, OnlineIdentifier, Snapshot
 from diffnea_ros.srv import WriteUrdf, WriteUrdfResponse
 from diffnea_ros.urdf import RobotDescription, load_robot, lock_joints
 

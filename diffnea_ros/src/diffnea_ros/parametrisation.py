@@ -51,6 +51,7 @@ inputs raise ``DiffneaError``; the result of an inversion is never NaN.
 """
 from __future__ import annotations
 
+import abc
 import math
 from typing import Callable, ClassVar, Dict, Optional, Sequence, Tuple, Union
 
@@ -181,7 +182,7 @@ def _dtype_device(x: ArrayLike) -> Tuple[torch.dtype, torch.device]:
 
 
 # ----------------------------------------------------------------------------- base class
-class InertialParametrisation(nn.Module):
+class InertialParametrisation(nn.Module, abc.ABC):
     """Base class: raw parameters θ (nn.Parameters) → (mass (L,), com (L,3), inertia (L,3,3)).
 
     Subclasses declare ``kind`` and ``raw_shapes`` (per-link shape of each raw parameter) and
@@ -230,13 +231,13 @@ class InertialParametrisation(nn.Module):
     def num_links(self) -> int:
         return int(self.theta_h.shape[0])
 
+    @abc.abstractmethod
     def mass(self) -> Tensor:
         """Link masses (L,)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def rotational_inertia(self) -> Tensor:
         """Rotational inertias (L, 3, 3) about the CoM, link-frame axes."""
-        raise NotImplementedError
 
     def forward(self) -> Tuple[Tensor, Tensor, Tensor]:
         """Return (mass (L,), com = θ_h / m (L, 3), inertia (L, 3, 3))."""
@@ -244,13 +245,13 @@ class InertialParametrisation(nn.Module):
         return mass, self.theta_h / mass.unsqueeze(-1), self.rotational_inertia()
 
     # -- inversion -----------------------------------------------------------------------
+    @abc.abstractmethod
     def _invert_mass(self, m: Tensor, b: Tensor) -> Tuple[Dict[str, Tensor], Tensor, Tensor]:
         """float64 masses → (raw values, mass actually represented, projected mask)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _invert_inertia(self, inertia: Tensor, b: Tensor) -> Tuple[Dict[str, Tensor], Tensor]:
         """float64 inertias → (raw values, projected mask)."""
-        raise NotImplementedError
 
     @torch.no_grad()
     def set_values(self, mass: ArrayLike, com: ArrayLike,

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import platform
 import sys
@@ -43,6 +42,7 @@ import torch
 from diffnea_ros.algorithms import rnea
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
+from realeasy_ros.cli import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER_DIR = os.path.join(ROOT, "build", "peers")
@@ -466,9 +466,7 @@ def main() -> None:
                         help="robot to bench (repeatable; default: all)")
     args = parser.parse_args()
     result = bench_diffnea_dynamics(args.quick, args.robot)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
+    write_json(args.out, result)
     print_table(result)
 
 

@@ -28,6 +28,7 @@ import warnings
 from typing import Optional
 
 import numpy as np
+from realeasy_ros.cli import write_json
 
 HERE = os.path.abspath(__file__)
 MODEL_HIDDEN = 64   # the size make demo / make study train; the timing does not depend on weights
@@ -254,10 +255,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     result = bench_node_latency(args.seconds, args.rate, args.model)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "node_latency.json"), "w") as f:
-        json.dump(result, f, indent=2, sort_keys=True)
-        f.write("\n")
+    write_json(os.path.join(args.out, "node_latency.json"), result)
     print(json.dumps(result, indent=2, sort_keys=True))
 
 

@@ -25,7 +25,6 @@ stays on, as in a running node.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -40,6 +39,7 @@ from realeasy_ros.model import ModelSpec, RealtimeRealeasy, build_network
 from realeasy_ros.model_file import RealeasyModel
 from realeasy_ros.normalisation import JointLimitScaler
 from realeasy_ros.realtime import RealtimeResidual
+from realeasy_ros.cli import write_json
 
 PAPER_STEP_MS = 0.39
 TARGETS = {"median_us": 20.0, "p99_us": 50.0}
@@ -326,9 +326,7 @@ def main() -> None:
     parser.add_argument("--out", default=RESULT, help="JSON file to write")
     args = parser.parse_args()
     result = bench_realtime_step(args.steps, args.repeats)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
+    write_json(args.out, result)
     _print_table(result)
 
 

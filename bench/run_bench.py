@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import platform
 import tempfile
@@ -27,6 +26,7 @@ import time
 
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from node_latency import bench_node_latency
+from realeasy_ros.cli import write_json
 from realeasy_ros.collection import CollectionRequest, run_collection
 from realeasy_ros.limits import JointLimits
 from realeasy_ros.robot import SimulatedRobot
@@ -70,7 +70,6 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=60.0,
                         help="duration of the 1 kHz node latency run")
     args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
     limits = JointLimits.from_yaml()
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
 
@@ -80,8 +79,7 @@ def main() -> None:
              "simulator_real_time_factor": sim, "stand_in_real_time_factor": real,
              "stand_in_over_simulator": real / sim, "target_real_time_factor": 5.0,
              "meets_target": bool(min(sim, real) >= 5.0), "repeats": args.repeats, "machine": machine}
-    with open(os.path.join(args.out, "robot_speed.json"), "w") as f:
-        json.dump(speed, f, indent=2)
+    write_json(os.path.join(args.out, "robot_speed.json"), speed)
 
     with tempfile.TemporaryDirectory() as folder:
         result = run_collection(CollectionRequest(out=os.path.join(folder, "pairs.bag"),
@@ -92,18 +90,14 @@ def main() -> None:
     collect = {"benchmark": "collect_pairs", "pairs": args.pairs, "wall_seconds": f["wall_seconds"],
                "simulated_seconds": f["simulated_seconds"], "real_time_factor": f["real_time_factor"],
                "kinds": f["kinds"], "bag_megabytes": bag_mb, "label": f["label"], "machine": machine}
-    with open(os.path.join(args.out, "collect_pairs.json"), "w") as fh:
-        json.dump(collect, fh, indent=2)
+    write_json(os.path.join(args.out, "collect_pairs.json"), collect)
 
     step = bench_realtime_step()
-    with open(os.path.join(args.out, "realtime_step.json"), "w") as fh:
-        json.dump(step, fh, indent=2, sort_keys=True)
+    write_json(os.path.join(args.out, "realtime_step.json"), step)
     latency = bench_node_latency(args.latency_seconds)
-    with open(os.path.join(args.out, "node_latency.json"), "w") as fh:
-        json.dump(latency, fh, indent=2, sort_keys=True)
+    write_json(os.path.join(args.out, "node_latency.json"), latency)
     dynamics = bench_diffnea_dynamics()
-    with open(os.path.join(args.out, "diffnea_dynamics.json"), "w") as fh:
-        json.dump(dynamics, fh, indent=2, sort_keys=True)
+    write_json(os.path.join(args.out, "diffnea_dynamics.json"), dynamics)
 
     print(f"{'benchmark':34s} {'figure':>12s}")
     print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")

@@ -25,22 +25,7 @@ from typing import Callable, Optional
 import torch
 
 from diffnea_ros.model import Inertials, RigidBodyModel, as_batch
-
-
-def _cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    a, b = torch.broadcast_tensors(a, b)
-    return torch.linalg.cross(a, b, dim=-1)
-
-
-def _matvec(m: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return (m @ v.unsqueeze(-1)).squeeze(-1)
-
-
-def _skew(v: torch.Tensor) -> torch.Tensor:
-    zero = torch.zeros_like(v[..., 0])
-    return torch.stack([torch.stack([zero, -v[..., 2], v[..., 1]], -1),
-                        torch.stack([v[..., 2], zero, -v[..., 0]], -1),
-                        torch.stack([-v[..., 1], v[..., 0], zero], -1)], -2)
+from diffnea_ros.vector3 import matvec, skew
 
 
 def _motion_subspaces(model: RigidBodyModel) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,12 +50,12 @@ def joint_placements(model: RigidBodyModel, q: torch.Tensor) -> tuple[torch.Tens
     frame at configuration q (B, dof); all bodies at once (Rodrigues for revolute joints)."""
     s_ang, s_lin = _motion_subspaces(model)
     angle = _per_body(model, q)                                   # (B, nb)
-    k = _skew(s_ang)                                              # (nb, 3, 3), zero if not revolute
+    k = skew(s_ang)                                              # (nb, 3, 3), zero if not revolute
     eye = torch.eye(3, dtype=q.dtype, device=q.device)
     sin, cos = torch.sin(angle)[..., None, None], torch.cos(angle)[..., None, None]
     joint_rotation = eye + sin * k + (1.0 - cos) * (k @ k)       # (B, nb, 3, 3)
     rotation = model.origin_rotation @ joint_rotation
-    translation = model.origin_translation + _matvec(model.origin_rotation, s_lin * angle.unsqueeze(-1))
+    translation = model.origin_translation + matvec(model.origin_rotation, s_lin * angle.unsqueeze(-1))
     return rotation, translation
 
 
@@ -133,7 +118,7 @@ def _motion_transform(e: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     """Spatial motion transforms [[E, 0], [-E [r]x, E]] (..., 6, 6) of rotations E (..., 3, 3)
     (old coordinates -> new) and translations r (..., 3) of the new origin in old coordinates."""
     top = torch.cat([e, torch.zeros_like(e)], -1)
-    return torch.cat([top, torch.cat([-e @ _skew(r), e], -1)], -2)
+    return torch.cat([top, torch.cat([-e @ skew(r), e], -1)], -2)
 
 
 def _force_cross(**like) -> torch.Tensor:
@@ -158,7 +143,7 @@ def _build_joint_frames(model: RigidBodyModel) -> _JointFrames:
     # every body from its parent's joint frame at q = 0: E = Q_i R_oᵀ Q_pᵀ, r in the parent's
     origin = model.origin_rotation.to(torch.float64)
     e = q_rot @ origin.transpose(-1, -2) @ parent_rot.transpose(-1, -2)
-    r = _matvec(parent_rot, model.origin_translation.to(torch.float64))
+    r = matvec(parent_rot, model.origin_translation.to(torch.float64))
     body_transform = _motion_transform(e, r)
     nodes: list[int] = []
     node_parent: list[int] = []
@@ -479,7 +464,7 @@ def forward_kinematics(model: RigidBodyModel, q: torch.Tensor) -> torch.Tensor:
             world_r.append(rotation[:, i]), world_p.append(translation[:, i])
         else:
             world_r.append(world_r[parent] @ rotation[:, i])
-            world_p.append(world_p[parent] + _matvec(world_r[parent], translation[:, i]))
+            world_p.append(world_p[parent] + matvec(world_r[parent], translation[:, i]))
     pose = q.new_zeros(q.shape[0], model.num_bodies, 4, 4)
     pose[..., :3, :3] = torch.stack(world_r, dim=1)
     pose[..., :3, 3] = torch.stack(world_p, dim=1)
@@ -491,7 +476,7 @@ def spatial_inertia(inertials: Inertials) -> torch.Tensor:
     """6x6 spatial inertia (nb, 6, 6) of each body about its frame origin, (angular, linear)
     ordering: [[I_c + m [c]x [c]xᵀ, m [c]x], [m [c]xᵀ, m 1]]."""
     m = inertials.mass[..., None, None]
-    cx = _skew(inertials.com)
+    cx = skew(inertials.com)
     eye = torch.eye(3, dtype=cx.dtype, device=cx.device).expand_as(cx)
     top = torch.cat([inertials.inertia + m * cx @ cx.transpose(-1, -2), m * cx], dim=-1)
     bottom = torch.cat([m * cx.transpose(-1, -2), m * eye], dim=-1)
@@ -523,11 +508,11 @@ def mass_matrix(model: RigidBodyModel, q: torch.Tensor,
         qi = model.q_index[i]
         if qi < 0:
             continue
-        force = _matvec(composite[i], subspace[i].expand(q.shape[0], 6))
+        force = matvec(composite[i], subspace[i].expand(q.shape[0], 6))
         entries[qi, qi] = (force * subspace[i]).sum(-1)
         j = i
         while model.parents[j] >= 0:
-            force = _matvec(xs[:, j].transpose(-1, -2), force)
+            force = matvec(xs[:, j].transpose(-1, -2), force)
             j = model.parents[j]
             qj = model.q_index[j]
             if qj >= 0:

@@ -60,6 +60,7 @@ import torch
 from torch import Tensor, nn
 
 from diffnea_ros.errors import DiffneaError
+from diffnea_ros.vector3 import skew
 
 __all__ = [
     "PARAMETRISATIONS", "BIAS_ABS", "BIAS_REL", "InertialParametrisation", "NoStr", "Symm",
@@ -95,13 +96,11 @@ def _symmetrise(a: Tensor) -> Tensor:
     return 0.5 * (a + a.transpose(-1, -2))
 
 
-def _skew(v: Tensor) -> Tensor:
-    """(L, 3) → (L, 3, 3) skew-symmetric matrices [v]× of eq. 9."""
-    zero = torch.zeros_like(v[..., 0])
-    x, y, z = v.unbind(-1)
-    return torch.stack([torch.stack([zero, -z, y], -1),
-                        torch.stack([z, zero, -x], -1),
-                        torch.stack([-y, x, zero], -1)], -2)
+def _cholesky_plus_bias(theta: Tensor, bias: Tensor) -> Tensor:
+    """L Lᵀ + b 1 with L lower triangular from θ (L, 6): eq. 5-6 (SPD) and eq. 14 (Cov)."""
+    chol = _lower(theta)
+    eye = torch.eye(3, dtype=chol.dtype, device=chol.device)
+    return _symmetrise(chol @ chol.transpose(-1, -2)) + bias[:, None, None] * eye
 
 
 def _log_so3(r: Tensor) -> Tensor:
@@ -365,9 +364,7 @@ class SPD(_PositiveMass):
     raw_shapes = {"theta_sqrt_m": (), "theta_L": (6,)}
 
     def rotational_inertia(self) -> Tensor:
-        chol = _lower(self.theta_L)
-        eye = torch.eye(3, dtype=chol.dtype, device=chol.device)
-        return _symmetrise(chol @ chol.transpose(-1, -2)) + self.inertia_bias[:, None, None] * eye
+        return _cholesky_plus_bias(self.theta_L, self.inertia_bias)
 
     def _invert_inertia(self, inertia: Tensor, b: Tensor) -> Tuple[Dict[str, Tensor], Tensor]:
         sym = _symmetrise(inertia)
@@ -404,7 +401,7 @@ class Tri(_PositiveMass):
 
     def rotation(self) -> Tensor:
         """(L, 3, 3) principal axes R = exp([θ_RAA]×) (eq. 9)."""
-        return torch.linalg.matrix_exp(_skew(self.theta_raa))
+        return torch.linalg.matrix_exp(skew(self.theta_raa))
 
     def rotational_inertia(self) -> Tensor:
         return _reconstruct(self.rotation(), self.principal_moments())
@@ -453,9 +450,7 @@ class Cov(_PositiveMass):
 
     def covariance(self) -> Tensor:
         """(L, 3, 3) Σ_C = L Lᵀ + b 1 (eq. 14 and §3.5)."""
-        chol = _lower(self.theta_L)
-        eye = torch.eye(3, dtype=chol.dtype, device=chol.device)
-        return _symmetrise(chol @ chol.transpose(-1, -2)) + self.inertia_bias[:, None, None] * eye
+        return _cholesky_plus_bias(self.theta_L, self.inertia_bias)
 
     def rotational_inertia(self) -> Tensor:
         sigma = self.covariance()

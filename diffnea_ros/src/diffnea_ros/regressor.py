@@ -20,8 +20,9 @@ from typing import Optional
 
 import torch
 
-from diffnea_ros.algorithms import _check, _cross, _skew, body_motion, joint_contributions
+from diffnea_ros.algorithms import _check, body_motion, joint_contributions
 from diffnea_ros.model import Inertials, RigidBodyModel
+from diffnea_ros.vector3 import cross, skew
 
 NUM_STANDARD = 10   # parameters per body
 _UPPER = torch.tensor([0, 1, 2, 4, 5, 8])            # xx, xy, xz, yy, yz, zz of a flat 3x3
@@ -54,12 +55,12 @@ def regressor(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: tor
     q, qd, qdd = _check(model, q=q, qd=qd, qdd=qdd)
     motion = body_motion(model, q, qd, qdd, gravity)
     w, v, al, a = motion.omega, motion.vel, motion.alpha, motion.acc      # (B, nb, 3)
-    a_prime = a + _cross(w, v)
-    wx = _skew(w)
+    a_prime = a + cross(w, v)
+    wx = skew(w)
     batch, nb = q.shape[0], model.num_bodies
-    block_ang = torch.cat([torch.zeros_like(a_prime).unsqueeze(-1), -_skew(a_prime),
+    block_ang = torch.cat([torch.zeros_like(a_prime).unsqueeze(-1), -skew(a_prime),
                            _inertia_columns(al) + wx @ _inertia_columns(w)], dim=-1)   # (B, nb, 3, 10)
-    block_lin = torch.cat([a_prime.unsqueeze(-1), _skew(al) + wx @ wx,
+    block_lin = torch.cat([a_prime.unsqueeze(-1), skew(al) + wx @ wx,
                            a_prime.new_zeros(batch, nb, 3, 6)], dim=-1)
     # body k's block, carried to the joints that support it, is column k of Y
     return joint_contributions(model, motion, block_ang, block_lin)

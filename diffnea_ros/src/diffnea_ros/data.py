@@ -153,15 +153,6 @@ class IdentificationData:
             i = order[lo:lo + batch_size]
             yield Batch(i, self.q[i], self.qd[i], self.qdd[i], self.tau[i])
 
-    def summary(self) -> dict:
-        """Plain numbers for reports: samples, segments, duration, rate, dropped, source."""
-        steps = np.diff(self.t)[self.segment[1:] == self.segment[:-1]]
-        period = float(np.median(steps)) if steps.size else float("nan")
-        return {"samples": len(self), "segments": self.n_segments, "joints": list(self.joint_names),
-                "duration_s": float(np.sum(steps)), "rate_hz": 1.0 / period if period > 0 else None,
-                "dropped": dict(self.dropped), "source": self.source}
-
-
 def segment_runs(segment: np.ndarray) -> np.ndarray:
     """Boundaries [0, ..., N] of the runs of equal ids in ``segment`` (N,)."""
     segment = np.asarray(segment)

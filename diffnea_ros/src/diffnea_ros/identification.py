@@ -43,11 +43,6 @@ class Samples:
             raise DataError("identification samples contain NaN or Inf")
         return cls(*(torch.as_tensor(a, dtype=dtype) for a in arrays))
 
-    @classmethod
-    def from_data(cls, data: Any, dtype: torch.dtype = torch.float64) -> "Samples":
-        """From any object with q, qd, qdd, tau arrays (e.g. data.IdentificationData)."""
-        return cls.from_arrays(data.q, data.qd, data.qdd, data.tau, dtype=dtype)
-
     def __len__(self) -> int:
         return int(self.q.shape[0])
 

@@ -9,7 +9,6 @@ model, so that a learnable parametrisation (paper 002 §3) can supply them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import torch
@@ -97,23 +96,11 @@ class RigidBodyModel(torch.nn.Module):
         return Inertials(self.nominal_mass.clone(), self.nominal_com.clone(),
                          self.nominal_inertia.clone())
 
-    def check_joint_names(self, names: "tuple[str, ...] | list[str]") -> None:
-        """Raise UrdfError if ``names`` are not this model's movable joints in its order."""
-        from diffnea_ros.errors import UrdfError
-
-        if tuple(names) != self.joint_names:
-            missing = [n for n in self.joint_names if n not in names]
-            extra = [n for n in names if n not in self.joint_names]
-            detail = (f"missing {missing}" if missing else "") + \
-                (f"{'; ' if missing else ''}not in the URDF {extra}" if extra else "")
-            raise UrdfError(f"joint names do not match the URDF's movable joints "
-                            f"{list(self.joint_names)}: {detail or 'other order'}")
-
     def extra_repr(self) -> str:
         return f"robot={self.description.name!r}, dof={self.dof}, bodies={self.num_bodies}"
 
 
-def as_batch(x: torch.Tensor, dof: int, name: str, model: Optional[RigidBodyModel] = None) -> torch.Tensor:
+def as_batch(x: torch.Tensor, dof: int, name: str) -> torch.Tensor:
     """Promote (dof,) to (1, dof) and check the last dimension."""
     if x.dim() == 1:
         x = x.unsqueeze(0)

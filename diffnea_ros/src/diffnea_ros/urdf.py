@@ -53,7 +53,6 @@ class RobotDescription:
 
     name: str
     root_link: str
-    root_mass: float
     bodies: tuple[Body, ...]
     joint_names: tuple[str, ...]   # movable joints, in body (topological) order
     joint_body: tuple[int, ...]    # body index of each movable joint
@@ -200,9 +199,9 @@ def load_robot(source: str) -> RobotDescription:
     movable = [i for i, body in enumerate(bodies) if body.movable]
     if not movable:
         raise UrdfError(f"{label}: no movable joint (nothing to identify)")
-    root_mass = _inertial(links[roots[0]])[0]
+    _inertial(links[roots[0]])   # checked like every link's, though a fixed root loads no joint
     return RobotDescription(
-        name=root.get("name", "robot"), root_link=roots[0], root_mass=root_mass,
+        name=root.get("name", "robot"), root_link=roots[0],
         bodies=tuple(bodies), joint_names=tuple(bodies[i].joint_name for i in movable),
         joint_body=tuple(movable), urdf_text=text)
 

@@ -152,6 +152,11 @@ class OnlineIdentifier:
         self._parameters = [p for p in self.dynamics.parameters() if p.requires_grad]
         self._optimiser = torch.optim.Adam(self._parameters, lr=config.learning_rate)
         self._predictor = copy.deepcopy(self.dynamics).requires_grad_(False)
+        # the predictor's copies of the trained parameters (the model's constants never change)
+        predictor_parameters = dict(self._predictor.named_parameters())
+        self._predictor_parameters = [predictor_parameters[name]
+                                      for name, p in self.dynamics.named_parameters()
+                                      if p.requires_grad]
         self.mapper = JointStateMapper(model.joint_names)
         self._stream = StreamingDerivatives(model.dof, config.window_seconds, config.polyorder,
                                             config.gap_periods)
@@ -305,13 +310,14 @@ class OnlineIdentifier:
                 with self._data_lock:
                     self.counters["skipped_updates"] += 1
                 return "skipped"
-            state = {k: v.detach().clone() for k, v in self.dynamics.state_dict().items()}
+            state = [p.detach().clone() for p in self._parameters]
             with self._data_lock:
                 self.counters["updates"] += 1
                 self.counters[f"{kind}_updates"] += 1
                 updates = self.counters["updates"]
-        with self._predictor_lock:
-            self._predictor.load_state_dict(state)
+        with self._predictor_lock, torch.no_grad():
+            for copy_, value in zip(self._predictor_parameters, state):
+                copy_.copy_(value)
         if updates % self.config.nmse_every == 0 or updates == 1:
             self.evaluate_recent()
         return kind

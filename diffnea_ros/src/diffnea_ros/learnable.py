@@ -127,8 +127,9 @@ class LearnableDynamics(torch.nn.Module):
                         chunk: int = 1024) -> "RegressorCache":
         """The learnable links' regressor columns and the fixed bodies' torque for a data set
         (see :mod:`diffnea_ros.regressor`): afterwards a prediction is one matrix product."""
-        others = torch.tensor([i for i in range(self.model.num_bodies)
-                               if i not in set(self.link_index.tolist())], dtype=torch.long)
+        learned = set(self.link_index.tolist())
+        others = torch.tensor([i for i in range(self.model.num_bodies) if i not in learned],
+                              dtype=torch.long)
         y_all = chunked_regressor(self.model, q, qd, qdd, chunk=chunk)
         nominal = standard_parameters(self.model.nominal_inertials())
         fixed = (regressor_torque(y_all[:, :, others], nominal[others]) if len(others)

@@ -1,4 +1,17 @@
-"""Compliant actuators for articulated soft robots (paper 003).
+"""Compliant actuators for articulated soft robots (paper 003): the C++ core and its bindings.
 
-The C++ core and its bindings arrive with their own issue; this package is their catkin home.
+Everything of the compiled module ``compliant_actuator_gazebo._core`` is re-exported here:
+compliance models (Sea, QbMove, Bavs, Awas, TemplateActuator, and the Actuator base class for
+Python models), Motor, Pid, CompliantJoint (operation modes 0-6), the factory
+(make_actuator, make_joint_params) and the 1-DoF pendulum (simulate_one_dof).
+
+In the catkin devel space this file is executed by the generated
+``devel/lib/python3/dist-packages/compliant_actuator_gazebo/__init__.py``, whose ``__path__``
+covers both the devel folder (``_core*.so``, the generated ``msg`` package) and this source
+folder; ``from compliant_actuator_gazebo.msg import LinkState`` therefore works next to
+``import compliant_actuator_gazebo``.
 """
+from . import _core
+from ._core import *  # noqa: F401,F403  (the public API of the core)
+
+__all__ = [name for name in dir(_core) if not name.startswith("_")]

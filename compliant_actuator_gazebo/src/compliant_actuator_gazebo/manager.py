@@ -1,0 +1,271 @@
+"""Logic of the Plugin Manager node (paper 003 §3.2, Fig. 6 A and Fig. 7), without ROS.
+
+The manager turns two whole-robot arrays into per-joint commands and collects the per-joint
+states into whole-robot arrays. Everything here is plain Python (no rospy, no master), so that
+the node `nodes/compliant_manager` stays a thin shell and this module is tested with pytest.
+
+Layout (the manager YAML, or the node's ~robot/~joints parameters)::
+
+    robot: arm                      # topics live under /<robot>/
+    joints:                         # order = order of the array elements
+      - {name: joint_1, mode: 3}    # operation mode 0..6 of that joint's actuator plugin
+      - {name: joint_2, mode: 5}
+
+Fan-out (§3.2; reference sheet): element j of /<robot>/reference_1 and /<robot>/reference_2
+goes to /<robot>/<joint_j>/<input>, the input chosen by the joint's mode (`MODE_INPUTS`).
+Modes 0 and 1 take only the first array; their element of the second array is ignored.
+
+Aggregation: the latest link_state / motor_1_state / motor_2_state of every joint are kept;
+the whole-robot arrays (robot_state, motor_1_state, motor_2_state as JointState-like arrays,
+robot_stiffness with stiffness and deflection, which the reference release dropped) exist only
+once EVERY joint has reported on that stream, are stamped with the newest per-joint stamp, and
+`StateAggregator.collect` hands out each array only when some joint reported since the last call
+(a paused simulation is not republished as fresh data).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import yaml
+
+# Per operation mode (paper 003 §3.1 / §3.2): input fed by reference_1, input fed by reference_2
+# (None: the second array is ignored in that mode).
+MODE_INPUTS: dict[int, tuple[str, Optional[str]]] = {
+    0: ("torque_command", None),                          # rigid joint, link torque
+    1: ("link_command", None),                            # PID on the link position
+    2: ("reference_1", "reference_2"),                    # given motor positions
+    3: ("equilibrium_position", "stiffness_preset"),      # compliance model from (eq, preset)
+    4: ("motor_1_command", "motor_2_command"),            # motor torques
+    5: ("reference_1", "reference_2"),                    # motor PID to motor positions
+    6: ("equilibrium_position", "stiffness_preset"),      # motor PID from (eq, preset)
+}
+ARRAYS = ("reference_1", "reference_2")
+# Per-joint state streams and the whole-robot outputs built from them.
+STREAMS = ("link_state", "motor_1_state", "motor_2_state")
+OUTPUTS: dict[str, str] = {"robot_state": "link_state", "motor_1_state": "motor_1_state",
+                           "motor_2_state": "motor_2_state", "robot_stiffness": "link_state"}
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")   # one ROS graph-name segment
+
+
+class LayoutError(ValueError):
+    """The manager layout (YAML file or parameters) is unusable; the message is one line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+class ArrayRejected(ValueError):
+    """A whole-robot reference array is unusable (length, non-finite value); one line."""
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    name: str
+    mode: int
+
+
+@dataclass(frozen=True)
+class RobotLayout:
+    """Robot name and its joints (name, operation mode) in array order."""
+
+    robot: str
+    joints: tuple[JointSpec, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "manager layout") -> "RobotLayout":
+        """Validate {robot: str, joints: [{name: str, mode: 0..6}, ...]}; LayoutError naming
+        `source` and the entry otherwise (unknown keys are refused: they are usually typos)."""
+        if not isinstance(data, Mapping):
+            raise LayoutError(f"{source}: expected a mapping with keys 'robot' and 'joints', "
+                              f"got {type(data).__name__}")
+        for key in ("robot", "joints"):
+            if key not in data:
+                raise LayoutError(f"{source}: missing key '{key}'")
+        unknown = sorted(set(map(str, data)) - {"robot", "joints"})
+        if unknown:
+            raise LayoutError(f"{source}: unknown key(s) {', '.join(unknown)} "
+                              "(expected 'robot' and 'joints')")
+        robot = data["robot"]
+        if not isinstance(robot, str) or not _NAME.match(robot.strip("/")):
+            raise LayoutError(f"{source}: 'robot' must be a ROS name such as 'arm', got {robot!r}")
+        entries = data["joints"]
+        if not isinstance(entries, list) or not entries:
+            raise LayoutError(f"{source}: 'joints' must be a non-empty list of "
+                              "{{name: <joint>, mode: 0..6}}")
+        joints = [_joint_spec(entry, i, source) for i, entry in enumerate(entries)]
+        seen: set[str] = set()
+        for joint in joints:
+            if joint.name in seen:
+                raise LayoutError(f"{source}: joint '{joint.name}' is listed twice")
+            seen.add(joint.name)
+        return cls(robot.strip("/"), tuple(joints))
+
+    @classmethod
+    def from_yaml(cls, path: str) -> "RobotLayout":
+        """Read a manager YAML file; one-line LayoutError for a missing, unreadable, corrupt or
+        invalid file."""
+        if not os.path.isfile(path):
+            raise LayoutError(f"manager config not found: {path}")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = yaml.safe_load(f)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LayoutError(f"cannot read manager config {path}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise LayoutError(f"manager config {path} is not valid YAML: {exc}") from exc
+        return cls.from_dict(data, source=f"manager config {path}")
+
+    def robot_topic(self, name: str) -> str:
+        """/<robot>/<name>: the whole-robot arrays."""
+        return f"/{self.robot}/{name}"
+
+    def joint_topic(self, joint: str, name: str) -> str:
+        """/<robot>/<joint>/<name>: one joint's plugin topics (reference sheet)."""
+        return f"/{self.robot}/{joint}/{name}"
+
+    def input_topics(self, array: str) -> list[Optional[str]]:
+        """Per joint, the input topic fed by `array` ('reference_1' or 'reference_2'); None where
+        the joint's mode ignores that array."""
+        column = _array_index(array)
+        return [None if MODE_INPUTS[j.mode][column] is None
+                else self.joint_topic(j.name, MODE_INPUTS[j.mode][column])
+                for j in self.joints]
+
+
+def _joint_spec(entry: Any, index: int, source: str) -> JointSpec:
+    where = f"{source}: joints[{index}]"
+    if not isinstance(entry, Mapping):
+        raise LayoutError(f"{where} must be a mapping {{name: <joint>, mode: 0..6}}, got {entry!r}")
+    for key in ("name", "mode"):
+        if key not in entry:
+            raise LayoutError(f"{where}: missing key '{key}'")
+    unknown = sorted(set(map(str, entry)) - {"name", "mode"})
+    if unknown:
+        raise LayoutError(f"{where}: unknown key(s) {', '.join(unknown)} "
+                          "(expected 'name' and 'mode')")
+    name, mode = entry["name"], entry["mode"]
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise LayoutError(f"{where}: 'name' must be a joint name such as 'joint_1', got {name!r}")
+    if isinstance(mode, bool) or not isinstance(mode, int) or mode not in MODE_INPUTS:
+        raise LayoutError(f"{where} ('{name}'): 'mode' must be an integer 0..6, got {mode!r}")
+    return JointSpec(name, mode)
+
+
+def _array_index(array: str) -> int:
+    if array not in ARRAYS:
+        raise ValueError(f"unknown array {array!r}: expected one of {ARRAYS}")
+    return ARRAYS.index(array)
+
+
+def check_array(layout: RobotLayout, array: str, values: Sequence[float]) -> list[float]:
+    """The array as floats, or ArrayRejected naming the problem: a length other than the number
+    of joints (the reference release read out of bounds), or a NaN/infinite/non-numeric value."""
+    try:
+        n = len(values)
+    except TypeError:
+        raise ArrayRejected(f"{array} is not an array: {values!r}") from None
+    if n != len(layout.joints):
+        raise ArrayRejected(f"{array} has {n} values, robot '{layout.robot}' has "
+                            f"{len(layout.joints)} joints ({', '.join(layout.names)})")
+    result = []
+    for i, (value, joint) in enumerate(zip(values, layout.joints)):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ArrayRejected(f"{array}[{i}] ({joint.name}) is not a number: {value!r}") from None
+        if not math.isfinite(number):
+            raise ArrayRejected(f"{array}[{i}] ({joint.name}) is {number}: finite values only")
+        result.append(number)
+    return result
+
+
+def fan_out(layout: RobotLayout, reference_1: Optional[Sequence[float]] = None,
+            reference_2: Optional[Sequence[float]] = None) -> list[tuple[str, float]]:
+    """(topic, value) pairs to publish as std_msgs/Float64 for the given arrays (either may be
+    None: the node forwards each array on arrival, independently). Every given array is checked
+    first, so a rejected array publishes nothing; ArrayRejected names the problem."""
+    arrays = {name: check_array(layout, name, values)
+              for name, values in zip(ARRAYS, (reference_1, reference_2)) if values is not None}
+    return [(topic, value)
+            for name, values in arrays.items()
+            for topic, value in zip(layout.input_topics(name), values) if topic is not None]
+
+
+@dataclass(frozen=True)
+class JointSample:
+    """One joint's message on one stream. stamp: integer nanoseconds (exact, comparable)."""
+
+    stamp: int
+    position: float
+    velocity: float
+    effort: float
+    stiffness: float = 0.0
+    deflection: float = 0.0
+
+
+@dataclass(frozen=True)
+class RobotArrays:
+    """Whole-robot arrays in layout order: a sensor_msgs/JointState (robot_state,
+    motor_1_state, motor_2_state) or a RobotStiffness (robot_stiffness: stiffness, deflection)."""
+
+    stamp: int
+    name: tuple[str, ...]
+    position: tuple[float, ...] = ()
+    velocity: tuple[float, ...] = ()
+    effort: tuple[float, ...] = ()
+    stiffness: tuple[float, ...] = ()
+    deflection: tuple[float, ...] = ()
+
+
+class StateAggregator:
+    """Latest sample per (stream, joint) -> whole-robot arrays (see module docstring)."""
+
+    def __init__(self, layout: RobotLayout) -> None:
+        self.layout = layout
+        self._latest: dict[str, dict[str, JointSample]] = {s: {} for s in STREAMS}
+        self._changed: dict[str, bool] = {s: False for s in STREAMS}
+
+    def update(self, stream: str, joint: str, sample: JointSample) -> None:
+        if stream not in self._latest:
+            raise ValueError(f"unknown stream {stream!r}: expected one of {STREAMS}")
+        if joint not in self.layout.names:
+            raise ValueError(f"joint {joint!r} is not in the layout of robot '{self.layout.robot}'")
+        self._latest[stream][joint] = sample
+        self._changed[stream] = True
+
+    def arrays(self, output: str) -> Optional[RobotArrays]:
+        """The whole-robot arrays of `output` (a key of OUTPUTS), None until every joint has
+        reported on its stream."""
+        latest = self._latest[OUTPUTS[output]]
+        if len(latest) < len(self.layout.joints):
+            return None
+        samples = [latest[name] for name in self.layout.names]
+        stamp = max(s.stamp for s in samples)
+        if output == "robot_stiffness":
+            return RobotArrays(stamp, self.layout.names,
+                               stiffness=tuple(s.stiffness for s in samples),
+                               deflection=tuple(s.deflection for s in samples))
+        return RobotArrays(stamp, self.layout.names,
+                           position=tuple(s.position for s in samples),
+                           velocity=tuple(s.velocity for s in samples),
+                           effort=tuple(s.effort for s in samples))
+
+    def collect(self) -> dict[str, RobotArrays]:
+        """Outputs to publish now: complete, and with a new sample since the last collect."""
+        ready = {}
+        for output, stream in OUTPUTS.items():
+            arrays = self.arrays(output) if self._changed[stream] else None
+            if arrays is not None:
+                ready[output] = arrays
+        for stream in STREAMS:
+            if all(o in ready for o, s in OUTPUTS.items() if s == stream):
+                self._changed[stream] = False
+        return ready

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""rostest (test/compliant_manager.test): the compliant_manager node alone, joint j<m> in mode m.
+
+This test plays the simulation: it listens on every per-joint input topic and publishes fake
+per-joint LinkState/MotorState messages. It needs the master of rostest, so pytest skips it
+(`__test__ = False`); run it with `rostest compliant_actuator_gazebo compliant_manager.test`.
+"""
+import math
+import sys
+import threading
+import time
+import unittest
+
+import rospy
+import rostest
+from rosgraph_msgs.msg import Log
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, Float64MultiArray
+
+from compliant_actuator_gazebo.msg import LinkState, MotorState, RobotStiffness
+
+ROBOT = "testbot"
+JOINTS = [f"j{m}" for m in range(7)]
+INPUTS = ("torque_command", "link_command", "reference_1", "reference_2", "equilibrium_position",
+          "stiffness_preset", "motor_1_command", "motor_2_command", "external_torque")
+# Paper 003 §3.2, written out independently of manager.MODE_INPUTS: the inputs fed by
+# /<robot>/reference_1 and /<robot>/reference_2 in each mode (None: array 2 ignored).
+EXPECTED = {0: ("torque_command", None), 1: ("link_command", None),
+            2: ("reference_1", "reference_2"), 3: ("equilibrium_position", "stiffness_preset"),
+            4: ("motor_1_command", "motor_2_command"), 5: ("reference_1", "reference_2"),
+            6: ("equilibrium_position", "stiffness_preset")}
+
+
+class Inbox:
+    """Thread-safe record of (topic, message) from many subscriptions."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = []
+        self.subscribers = []
+
+    def listen(self, topic, msg_type):
+        def callback(msg):
+            with self.lock:
+                self.items.append((topic, msg))
+        sub = rospy.Subscriber(topic, msg_type, callback, queue_size=100)
+        self.subscribers.append(sub)
+        return sub
+
+    def take(self):
+        with self.lock:
+            items, self.items = self.items, []
+        return items
+
+    def count(self, topic=None):
+        with self.lock:
+            return sum(1 for t, _ in self.items if topic is None or t == topic)
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def array(values):
+    return Float64MultiArray(data=list(values))
+
+
+class CompliantManagerNode(unittest.TestCase):
+    __test__ = False   # rostest only (see module docstring); unittest ignores this attribute
+
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_compliant_manager")
+        cls.inputs = Inbox()
+        cls.expected_subs = []
+        for mode, joint in enumerate(JOINTS):
+            for name in INPUTS:
+                sub = cls.inputs.listen(f"/{ROBOT}/{joint}/{name}", Float64)
+                if name in EXPECTED[mode]:
+                    cls.expected_subs.append(sub)
+        cls.errors = []
+        rospy.Subscriber("/rosout", Log, lambda m: m.level >= Log.ERROR and m.name.endswith(
+            "compliant_manager") and cls.errors.append(m.msg), queue_size=100)
+        cls.arrays = {name: rospy.Publisher(f"/{ROBOT}/{name}", Float64MultiArray, queue_size=10)
+                      for name in ("reference_1", "reference_2")}
+        cls.states = {(joint, stream): rospy.Publisher(
+            f"/{ROBOT}/{joint}/{stream}", LinkState if stream == "link_state" else MotorState,
+            queue_size=10) for joint in JOINTS
+            for stream in ("link_state", "motor_1_state", "motor_2_state")}
+        cls.outputs = Inbox()
+        for name in ("robot_state", "motor_1_state", "motor_2_state"):
+            cls.outputs.listen(f"/{ROBOT}/{name}", JointState)
+        cls.outputs.listen(f"/{ROBOT}/robot_stiffness", RobotStiffness)
+        connected = wait_for(lambda: all(s.get_num_connections() > 0 for s in cls.expected_subs)
+                             and all(p.get_num_connections() > 0 for p in cls.arrays.values())
+                             and all(p.get_num_connections() > 0 for p in cls.states.values())
+                             and all(s.get_num_connections() > 0
+                                     for s in cls.outputs.subscribers), 30.0)
+        assert connected, "compliant_manager and the test did not connect"
+
+    def send_and_collect(self, r1=None, r2=None, expect=0):
+        self.inputs.take()
+        if r1 is not None:
+            self.arrays["reference_1"].publish(array(r1))
+        if r2 is not None:
+            self.arrays["reference_2"].publish(array(r2))
+        wait_for(lambda: self.inputs.count() >= expect, 5.0)
+        time.sleep(0.3)   # anything extra would arrive now
+        return {topic: msg.data for topic, msg in self.inputs.take()}
+
+    def test_1_fan_out_per_mode(self):
+        r1 = [1.0 + 0.1 * m for m in range(7)]
+        r2 = [-2.0 - 0.1 * m for m in range(7)]
+        got = self.send_and_collect(r1, r2, expect=12)
+        expected = {}
+        for mode, joint in enumerate(JOINTS):
+            first, second = EXPECTED[mode]
+            expected[f"/{ROBOT}/{joint}/{first}"] = r1[mode]
+            if second is not None:
+                expected[f"/{ROBOT}/{joint}/{second}"] = r2[mode]
+        self.assertEqual(got, expected)
+        # one array alone is forwarded on arrival
+        got = self.send_and_collect(r2=[0.5] * 7, expect=5)
+        self.assertEqual(got, {f"/{ROBOT}/{j}/{EXPECTED[m][1]}": 0.5
+                               for m, j in enumerate(JOINTS) if EXPECTED[m][1]})
+
+    def test_2_bad_arrays_are_dropped_and_the_node_goes_on(self):
+        self.assertEqual(self.send_and_collect(r1=[0.1, 0.2, 0.3]), {})
+        self.assertTrue(wait_for(lambda: any("reference_1 has 3 values" in e and "7 joints" in e
+                                             for e in self.errors), 5.0), self.errors)
+        self.assertEqual(self.send_and_collect(r2=[0.0] * 4 + [math.nan, 0.0, 0.0]), {})
+        self.assertTrue(wait_for(lambda: any("reference_2[4] (j4) is nan" in e
+                                             for e in self.errors), 5.0), self.errors)
+        self.assertEqual(self.send_and_collect(r1=[0.0] * 8), {})
+        got = self.send_and_collect(r1=[0.25] * 7, expect=7)    # still running
+        self.assertEqual(len(got), 7)
+        self.assertEqual(set(got.values()), {0.25})
+
+    def publish_state(self, joint, stream, stamp, value):
+        msg = LinkState() if stream == "link_state" else MotorState()
+        msg.header.stamp = stamp
+        msg.position, msg.velocity, msg.effort = value, 10 * value, 100 * value
+        if stream == "link_state":
+            msg.stiffness, msg.deflection = 1000 * value, -value
+        self.states[(joint, stream)].publish(msg)
+
+    def test_3_aggregation(self):
+        values = [0.1 * (m + 1) for m in range(7)]
+        stamps = [rospy.Time(100, 1000 * m) for m in range(7)]
+        stamps[2] = rospy.Time(100, 999_999_999)          # the newest, not the last joint's
+        self.outputs.take()
+        for m in range(6):                                  # j6 missing: nothing published
+            self.publish_state(JOINTS[m], "link_state", stamps[m], values[m])
+        time.sleep(0.5)
+        self.assertEqual(self.outputs.count(), 0)
+        self.publish_state(JOINTS[6], "link_state", stamps[6], values[6])
+        self.assertTrue(wait_for(lambda: self.outputs.count(f"/{ROBOT}/robot_state") > 0
+                                 and self.outputs.count(f"/{ROBOT}/robot_stiffness") > 0, 5.0))
+        time.sleep(0.3)                                     # nothing new: no republishing
+        got = self.outputs.take()
+        self.assertEqual(sorted(t for t, _ in got), [f"/{ROBOT}/robot_state",
+                                                     f"/{ROBOT}/robot_stiffness"])
+        state = dict(got)[f"/{ROBOT}/robot_state"]
+        self.assertEqual(list(state.name), JOINTS)
+        self.assertEqual(state.header.stamp, stamps[2])
+        for field, scale in (("position", 1), ("velocity", 10), ("effort", 100)):
+            for got_value, value in zip(getattr(state, field), values):
+                self.assertAlmostEqual(got_value, scale * value, places=12)
+        stiffness = dict(got)[f"/{ROBOT}/robot_stiffness"]
+        self.assertEqual(list(stiffness.name), JOINTS)
+        self.assertEqual(stiffness.header.stamp, stamps[2])
+        for got_value, value in zip(stiffness.stiffness, values):
+            self.assertAlmostEqual(got_value, 1000 * value, places=12)
+        for got_value, value in zip(stiffness.deflection, values):
+            self.assertAlmostEqual(got_value, -value, places=12)
+
+        for m, joint in enumerate(JOINTS):                 # motor 1 only
+            self.publish_state(joint, "motor_1_state", stamps[m], -values[m])
+        self.assertTrue(wait_for(lambda: self.outputs.count(f"/{ROBOT}/motor_1_state") > 0, 5.0))
+        time.sleep(0.3)
+        got = self.outputs.take()
+        self.assertEqual([t for t, _ in got], [f"/{ROBOT}/motor_1_state"])
+        motor = got[0][1]
+        self.assertEqual(list(motor.name), JOINTS)
+        self.assertEqual(list(motor.effort), [-100 * v for v in values])
+        for m, joint in enumerate(JOINTS):
+            self.publish_state(joint, "motor_2_state", stamps[m], 2 * values[m])
+        self.assertTrue(wait_for(lambda: self.outputs.count(f"/{ROBOT}/motor_2_state") > 0, 5.0))
+        motor = [msg for t, msg in self.outputs.take() if t == f"/{ROBOT}/motor_2_state"][0]
+        self.assertEqual(list(motor.position), [2 * v for v in values])
+
+
+if __name__ == "__main__":
+    rostest.rosrun("compliant_actuator_gazebo", "test_compliant_manager", CompliantManagerNode,
+                   sys.argv)

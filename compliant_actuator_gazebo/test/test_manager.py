@@ -1,0 +1,211 @@
+"""The Plugin Manager's logic (paper 003 §3.2) without ROS: layouts, fan-out, aggregation."""
+import glob
+import math
+import os
+import re
+import textwrap
+
+import pytest
+import yaml
+
+from compliant_actuator_gazebo.manager import (MODE_INPUTS, ArrayRejected, JointSample,
+                                               LayoutError, RobotLayout, StateAggregator,
+                                               check_array, fan_out)
+
+ALL_MODES = {"robot": "bot", "joints": [{"name": f"j{m}", "mode": m} for m in range(7)]}
+
+
+def layout(data=None) -> RobotLayout:
+    return RobotLayout.from_dict(ALL_MODES if data is None else data)
+
+
+def test_layout_from_yaml(tmp_path):
+    path = tmp_path / "arm.yaml"
+    path.write_text("robot: /arm\njoints:\n  - {name: joint_1, mode: 3}\n"
+                    "  - {name: joint_2, mode: 5}\n")
+    arm = RobotLayout.from_yaml(str(path))
+    assert arm.robot == "arm"                       # a leading slash is tolerated
+    assert arm.names == ("joint_1", "joint_2")
+    assert [j.mode for j in arm.joints] == [3, 5]
+    assert arm.robot_topic("robot_state") == "/arm/robot_state"
+    assert arm.joint_topic("joint_2", "link_state") == "/arm/joint_2/link_state"
+
+
+@pytest.mark.parametrize("data, message", [
+    ([1, 2], "expected a mapping"),
+    ({"joints": [{"name": "a", "mode": 0}]}, "missing key 'robot'"),
+    ({"robot": "r"}, "missing key 'joints'"),
+    ({"robot": "r", "joints": []}, "non-empty list"),
+    ({"robot": "r", "joints": {"a": 0}}, "non-empty list"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": 0}], "rate": 3}, "unknown key(s) rate"),
+    ({"robot": "a b", "joints": [{"name": "a", "mode": 0}]}, "'robot' must be a ROS name"),
+    ({"robot": 3, "joints": [{"name": "a", "mode": 0}]}, "'robot' must be a ROS name"),
+    ({"robot": "r", "joints": ["a"]}, "joints[0] must be a mapping"),
+    ({"robot": "r", "joints": [{"mode": 0}]}, "joints[0]: missing key 'name'"),
+    ({"robot": "r", "joints": [{"name": "a"}]}, "joints[0]: missing key 'mode'"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": 1, "mdoe": 2}]}, "unknown key(s) mdoe"),
+    ({"robot": "r", "joints": [{"name": "a/b", "mode": 1}]}, "'name' must be a joint name"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": 7}]}, "'mode' must be an integer 0..6"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": -1}]}, "'mode' must be an integer 0..6"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": 2.0}]}, "'mode' must be an integer 0..6"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": "3"}]}, "'mode' must be an integer 0..6"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": True}]}, "'mode' must be an integer 0..6"),
+    ({"robot": "r", "joints": [{"name": "a", "mode": 0}, {"name": "a", "mode": 3}]},
+     "joint 'a' is listed twice"),
+])
+def test_bad_layouts_give_one_line(data, message):
+    with pytest.raises(LayoutError) as err:
+        RobotLayout.from_dict(data, source="test.yaml")
+    text = str(err.value)
+    assert message in text and text.startswith("test.yaml") and "\n" not in text
+
+
+def test_bad_yaml_files(tmp_path):
+    with pytest.raises(LayoutError, match="manager config not found"):
+        RobotLayout.from_yaml(str(tmp_path / "missing.yaml"))
+    corrupt = tmp_path / "corrupt.yaml"
+    corrupt.write_text("robot: arm\njoints: [ {name: a, mode: 0\n")
+    with pytest.raises(LayoutError, match="is not valid YAML") as err:
+        RobotLayout.from_yaml(str(corrupt))
+    assert "\n" not in str(err.value)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00robot")
+    with pytest.raises(LayoutError, match="manager config"):
+        RobotLayout.from_yaml(str(binary))
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(LayoutError, match="expected a mapping"):
+        RobotLayout.from_yaml(str(empty))
+    with pytest.raises(LayoutError, match="manager config"):
+        RobotLayout.from_yaml(str(tmp_path))         # a directory
+
+
+def test_fan_out_follows_each_mode():
+    """§3.2: modes 0/1 take array 1 only (torque / link position); 2/5 the motor references;
+    3/6 equilibrium and preset; 4 the motor torques."""
+    robot = layout()
+    r1 = [0.1 * (m + 1) for m in range(7)]
+    r2 = [-0.1 * (m + 1) for m in range(7)]
+    got = dict(fan_out(robot, r1, r2))
+    expected = {
+        "/bot/j0/torque_command": r1[0],
+        "/bot/j1/link_command": r1[1],
+        "/bot/j2/reference_1": r1[2], "/bot/j2/reference_2": r2[2],
+        "/bot/j3/equilibrium_position": r1[3], "/bot/j3/stiffness_preset": r2[3],
+        "/bot/j4/motor_1_command": r1[4], "/bot/j4/motor_2_command": r2[4],
+        "/bot/j5/reference_1": r1[5], "/bot/j5/reference_2": r2[5],
+        "/bot/j6/equilibrium_position": r1[6], "/bot/j6/stiffness_preset": r2[6],
+    }
+    assert got == expected
+    assert len(fan_out(robot, r1, r2)) == len(expected)      # no topic twice
+    # each array alone (the node forwards them independently)
+    assert dict(fan_out(robot, reference_1=r1)) == {k: v for k, v in expected.items() if v > 0}
+    assert dict(fan_out(robot, reference_2=r2)) == {k: v for k, v in expected.items() if v < 0}
+    assert fan_out(robot) == []
+    # the documented table is the one used
+    for m, (first, second) in MODE_INPUTS.items():
+        assert robot.input_topics("reference_1")[m] == f"/bot/j{m}/{first}"
+        assert robot.input_topics("reference_2")[m] == (None if second is None
+                                                        else f"/bot/j{m}/{second}")
+
+
+def test_fan_out_keeps_array_order_not_mode_order():
+    robot = layout({"robot": "arm", "joints": [{"name": "b", "mode": 3}, {"name": "a", "mode": 3}]})
+    assert fan_out(robot, [1.0, 2.0]) == [("/arm/b/equilibrium_position", 1.0),
+                                          ("/arm/a/equilibrium_position", 2.0)]
+
+
+@pytest.mark.parametrize("r1, r2, message", [
+    ([0.0] * 6, None, "reference_1 has 6 values, robot 'bot' has 7 joints"),
+    ([0.0] * 8, None, "reference_1 has 8 values"),
+    ([], None, "reference_1 has 0 values"),
+    ([0.0] * 7, [0.0] * 3, "reference_2 has 3 values"),
+    ([0.0] * 3 + [math.nan] + [0.0] * 3, None, "reference_1[3] (j3) is nan"),
+    ([0.0] * 7, [math.inf] + [0.0] * 6, "reference_2[0] (j0) is inf"),
+    ([0.0] * 7, [0.0] * 6 + [-math.inf], "reference_2[6] (j6) is -inf"),
+    (["x"] + [0.0] * 6, None, "reference_1[0] (j0) is not a number"),
+    (5.0, None, "reference_1 is not an array"),
+])
+def test_bad_arrays_are_rejected_whole(r1, r2, message):
+    with pytest.raises(ArrayRejected) as err:
+        fan_out(layout(), r1, r2)
+    assert message in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_check_array_returns_floats():
+    assert check_array(layout(), "reference_1", range(7)) == [float(i) for i in range(7)]
+    with pytest.raises(ValueError, match="unknown array"):
+        layout().input_topics("reference_3")
+
+
+def sample(stamp, value, stiffness=0.0, deflection=0.0):
+    return JointSample(stamp, value, 10 * value, 100 * value, stiffness, deflection)
+
+
+def test_aggregation_waits_for_every_joint_and_uses_the_newest_stamp():
+    robot = layout({"robot": "arm", "joints": [{"name": "a", "mode": 3}, {"name": "b", "mode": 5}]})
+    agg = StateAggregator(robot)
+    assert agg.collect() == {}
+    agg.update("link_state", "b", sample(2_000_000_000, 0.2, stiffness=5.0, deflection=0.01))
+    assert agg.arrays("robot_state") is None and agg.collect() == {}
+    agg.update("link_state", "a", sample(1_500_000_000, 0.1, stiffness=4.0, deflection=-0.02))
+    out = agg.collect()
+    assert set(out) == {"robot_state", "robot_stiffness"}
+    state = out["robot_state"]
+    assert state.name == ("a", "b")                   # layout order, not arrival order
+    assert state.stamp == 2_000_000_000               # newest per-joint stamp
+    assert state.position == (0.1, 0.2)
+    assert state.velocity == (1.0, 2.0)
+    assert state.effort == (10.0, 20.0)
+    stiff = out["robot_stiffness"]
+    assert stiff.stiffness == (4.0, 5.0) and stiff.deflection == (-0.02, 0.01)
+    assert stiff.stamp == 2_000_000_000
+    # nothing new: nothing to publish; a newer sample of one joint republishes with its value
+    assert agg.collect() == {}
+    agg.update("link_state", "a", sample(3_000_000_000, 0.3))
+    out = agg.collect()
+    assert out["robot_state"].position == (0.3, 0.2) and out["robot_state"].stamp == 3_000_000_000
+    # motor streams are independent
+    agg.update("motor_1_state", "a", sample(1, 1.0))
+    assert agg.collect() == {}
+    agg.update("motor_1_state", "b", sample(2, 2.0))
+    agg.update("motor_2_state", "a", sample(3, 3.0))
+    out = agg.collect()
+    assert set(out) == {"motor_1_state"}
+    assert out["motor_1_state"].position == (1.0, 2.0) and out["motor_1_state"].stamp == 2
+    agg.update("motor_2_state", "b", sample(4, 4.0))
+    assert agg.collect()["motor_2_state"].effort == (300.0, 400.0)
+
+
+def test_aggregation_rejects_unknown_names():
+    agg = StateAggregator(layout())
+    with pytest.raises(ValueError, match="unknown stream"):
+        agg.update("torque_el1_state", "j0", sample(0, 0.0))
+    with pytest.raises(ValueError, match="not in the layout"):
+        agg.update("link_state", "elbow", sample(0, 0.0))
+
+
+def test_layout_yaml_roundtrip_of_the_documented_example(tmp_path):
+    """The module docstring's example is a valid layout."""
+    import compliant_actuator_gazebo.manager as manager
+    doc = manager.__doc__
+    start = doc.rindex("\n", 0, doc.index("robot: arm")) + 1
+    example = textwrap.dedent(doc[start:doc.index("Fan-out")])
+    path = tmp_path / "doc.yaml"
+    path.write_text(example)
+    assert yaml.safe_load(path.read_text())["robot"] == "arm"
+    assert RobotLayout.from_yaml(str(path)).names == ("joint_1", "joint_2")
+
+
+def test_the_launch_files_manager_configs_load():
+    """Every manager_config default of launch/*.launch is a valid layout."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    configs = []
+    for launch in glob.glob(os.path.join(package, "launch", "*.launch")):
+        with open(launch, encoding="utf-8") as f:
+            configs += re.findall(r'name="manager_config"\s+default="\$\(find '
+                                  r'compliant_actuator_gazebo\)/([^"]+)"', f.read())
+    for config in configs:
+        layout_ = RobotLayout.from_yaml(os.path.join(package, config))
+        assert layout_.joints and all(0 <= j.mode <= 6 for j in layout_.joints)

@@ -12,6 +12,9 @@
 * diffnea_dynamics: diffnea_ros inverse dynamics throughput at batch 1/256/4096 and the ID-loss
   forward+backward at batch 256, vs Pinocchio (single call) and differentiable-robot-model
   (installed for the bench only by tools/install_bench_peers.sh) (bench/diffnea_dynamics.py).
+* compliant_actuators: compliant_actuator_gazebo's core step per joint in C++ and from Python,
+  and the 5-DoF arm at 1 kHz in the embedded simulation with the core's share of the step, vs
+  the same arm with rigid joints (bench/compliant_actuators.py).
 The machine is shared and noisy: the robot figures are the best of --repeats runs; the latency
 figures are compared with peers measured in the same run.
 """
@@ -24,6 +27,7 @@ import platform
 import tempfile
 import time
 
+from compliant_actuators import bench_compliant_actuators, print_table as print_compliant_table
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from node_latency import bench_node_latency
 from realeasy_ros.cli import write_json
@@ -98,6 +102,8 @@ def main() -> None:
     write_json(os.path.join(args.out, "node_latency.json"), latency)
     dynamics = bench_diffnea_dynamics()
     write_json(os.path.join(args.out, "diffnea_dynamics.json"), dynamics)
+    compliant = bench_compliant_actuators()
+    write_json(os.path.join(args.out, "compliant_actuators.json"), compliant)
 
     print(f"{'benchmark':34s} {'figure':>12s}")
     print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")
@@ -112,6 +118,7 @@ def main() -> None:
     print(f"{'node latency 1 kHz, p99 us':34s} {latency['node']['p99_us']:12.1f}")
     print(f"{'node: messages dropped':34s} {latency['node']['dropped']:12d}")
     print_dynamics_table(dynamics)
+    print_compliant_table(compliant)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,247 @@
+"""Robot descriptions carrying compliant-actuator plugin blocks (paper 003 §3.1, Fig. 6 panel B).
+
+One URDF serves the Gazebo ModelPlugin and the embedded simulation: every
+``<gazebo><plugin filename="libcompliant_actuator_plugin.so">`` block names a revolute joint, its
+actuator model (reference sheet: sea | qbmove | bavs | awas), its operation mode 0..6, an optional
+``<robotNamespace>`` (default: the robot's name) and any model or joint parameter by the names of
+the core's factory. :func:`parse_description` turns the text into a :class:`RobotDescription`
+whose :class:`JointSpec` entries hold the actuator and joint parameters already built by
+``make_actuator`` / ``make_joint_params``: values are validated once, by the core, and every bad
+description raises a one-line :class:`DescriptionError`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+import compliant_actuator_gazebo as cag
+
+PLUGIN_FILENAME = "libcompliant_actuator_plugin.so"
+REQUIRED_TAGS = ("joint", "actuator", "operationMode")
+RESERVED_TAGS = frozenset(REQUIRED_TAGS + ("robotNamespace",))
+ROTARY_TYPES = ("revolute", "continuous")   # a compliant actuator drives a rotation
+_NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*$")
+
+
+class DescriptionError(ValueError):
+    """A robot description the simulation cannot run; the message is one line."""
+
+
+@dataclass(frozen=True)
+class UrdfJoint:
+    """A joint of the URDF with the <dynamics> both simulators apply at the link side."""
+
+    name: str
+    type: str                  # revolute | continuous | prismatic | fixed | ...
+    damping: float = 0.0       # viscous [N m s/rad]
+    friction: float = 0.0      # Coulomb (static) friction [N m]
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """One plugin block, parsed and validated by the core.
+
+    ``actuator`` and ``params`` are the objects built by ``cag.make_actuator`` and
+    ``cag.make_joint_params`` from ``actuator_params`` and ``joint_params`` (the block's
+    parameter tags split with ``cag.actuator_parameter_names``).
+    """
+
+    plugin: str                          # the plugin's name attribute
+    joint: str
+    actuator_type: str
+    mode: int
+    namespace: str                       # robot namespace, without slashes at either end
+    actuator_params: Mapping[str, float]
+    joint_params: Mapping[str, float]
+    actuator: "cag.Actuator" = field(repr=False, compare=False)
+    params: "cag.JointParams" = field(repr=False, compare=False)
+
+    @property
+    def topic_namespace(self) -> str:
+        """NS = /<robot>/<joint> of the per-joint topics (paper 003 §3.1)."""
+        return f"/{self.namespace}/{self.joint}"
+
+    def make_joint(self) -> "cag.CompliantJoint":
+        """A fresh CompliantJoint for this block (the actuator model is stateless and shared)."""
+        return cag.CompliantJoint(self.actuator, self.params)
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """A parsed robot description: the URDF text, its joints and its compliant joints."""
+
+    name: str
+    urdf: str
+    joints: tuple[UrdfJoint, ...]        # every URDF joint, in document order
+    compliant: tuple[JointSpec, ...]     # one per plugin block, in document order
+
+    @property
+    def compliant_names(self) -> tuple[str, ...]:
+        return tuple(spec.joint for spec in self.compliant)
+
+    def spec(self, joint: str) -> JointSpec:
+        for spec in self.compliant:
+            if spec.joint == joint:
+                return spec
+        raise KeyError(f"joint {joint!r} of robot {self.name!r} has no compliant actuator "
+                       f"(compliant joints: {', '.join(self.compliant_names) or 'none'})")
+
+    def urdf_joint(self, joint: str) -> UrdfJoint:
+        for j in self.joints:
+            if j.name == joint:
+                return j
+        raise KeyError(f"robot {self.name!r} has no joint {joint!r}")
+
+
+def parse_description(text: str, source: str = "robot description") -> RobotDescription:
+    """Parse URDF text with plugin blocks; DescriptionError (one line, prefixed by ``source``)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise DescriptionError(f"{source}: not well-formed XML ({exc})") from None
+    if root.tag != "robot":
+        raise DescriptionError(f"{source}: the root element is <{root.tag}>, expected <robot>")
+    name = (root.get("name") or "").strip()
+    if not name:
+        raise DescriptionError(f"{source}: <robot> has no name attribute")
+    joints = tuple(_urdf_joint(j, source) for j in root.findall("joint"))
+    by_name = {j.name: j for j in joints}
+    specs: list[JointSpec] = []
+    for plugin in root.iter("plugin"):
+        if (plugin.get("filename") or "").strip() != PLUGIN_FILENAME:
+            continue
+        spec = _joint_spec(plugin, name, by_name, f"{source}: plugin {plugin.get('name', '?')!r}")
+        if any(s.joint == spec.joint for s in specs):
+            raise DescriptionError(f"{source}: joint {spec.joint!r} has more than one "
+                                   f"{PLUGIN_FILENAME} block")
+        specs.append(spec)
+    return RobotDescription(name=name, urdf=text, joints=joints, compliant=tuple(specs))
+
+
+def expand_xacro(path: str, args: Optional[Mapping[str, object]] = None) -> str:
+    """The URDF text of a .xacro file with ``args`` (name -> value) as its xacro arguments."""
+    import xacro
+
+    try:
+        doc = xacro.process_file(path, mappings={k: str(v) for k, v in (args or {}).items()})
+    except Exception as exc:  # xacro raises XacroException, OSError, ExpatError, NameError...
+        raise DescriptionError(f"{path}: xacro failed: {' '.join(str(exc).split())}") from None
+    return doc.toprettyxml(indent="  ")
+
+
+def load_description(path: str, args: Optional[Mapping[str, object]] = None) -> RobotDescription:
+    """Parse a .urdf file, or a .xacro file expanded with ``args``."""
+    if path.endswith(".xacro"):
+        text = expand_xacro(path, args)
+    else:
+        if args:
+            raise DescriptionError(f"{path}: xacro arguments given for a plain URDF")
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise DescriptionError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse_description(text, source=os.path.basename(path))
+
+
+def _float_attr(element: Optional[ET.Element], attr: str, what: str) -> float:
+    if element is None or element.get(attr) is None:
+        return 0.0
+    try:
+        value = float(element.get(attr))
+    except ValueError:
+        raise DescriptionError(f"{what}: {attr}={element.get(attr)!r} is not a number") from None
+    if not math.isfinite(value) or value < 0.0:
+        raise DescriptionError(f"{what}: {attr} must be a finite number >= 0, got {value}")
+    return value
+
+
+def _urdf_joint(element: ET.Element, source: str) -> UrdfJoint:
+    name = (element.get("name") or "").strip()
+    if not name:
+        raise DescriptionError(f"{source}: a <joint> has no name attribute")
+    dynamics = element.find("dynamics")
+    what = f"{source}: <dynamics> of joint {name!r}"
+    return UrdfJoint(name=name, type=(element.get("type") or "").strip(),
+                     damping=_float_attr(dynamics, "damping", what),
+                     friction=_float_attr(dynamics, "friction", what))
+
+
+def _joint_spec(plugin: ET.Element, robot: str, joints: Mapping[str, UrdfJoint],
+                where: str) -> JointSpec:
+    tags: dict[str, str] = {}
+    for child in plugin:
+        if not isinstance(child.tag, str):   # comments / processing instructions
+            continue
+        if child.tag in tags:
+            raise DescriptionError(f"{where}: <{child.tag}> is given twice")
+        if len(child):
+            raise DescriptionError(f"{where}: <{child.tag}> must hold a value, not elements")
+        tags[child.tag] = (child.text or "").strip()
+    for tag in REQUIRED_TAGS:
+        if not tags.get(tag):
+            raise DescriptionError(f"{where}: missing required element <{tag}>")
+    joint, actuator_type = tags["joint"], tags["actuator"]
+    where = f"{where} (joint {joint!r})"
+    if joint not in joints:
+        raise DescriptionError(f"{where}: the URDF has no joint {joint!r}")
+    if joints[joint].type not in ROTARY_TYPES:
+        raise DescriptionError(f"{where}: joint type is {joints[joint].type!r}; a compliant "
+                               f"actuator drives a revolute or continuous joint")
+    if actuator_type not in cag.actuator_types():
+        raise DescriptionError(f"{where}: unknown actuator {actuator_type!r} "
+                               f"(known: {', '.join(cag.actuator_types())})")
+    try:
+        mode = int(tags["operationMode"])
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 6:
+        raise DescriptionError(f"{where}: <operationMode> must be an integer 0..6, "
+                               f"got {tags['operationMode']!r}")
+    namespace = tags.get("robotNamespace", "").strip("/") or robot
+    if not _NAMESPACE.match(namespace):
+        raise DescriptionError(f"{where}: <robotNamespace> {namespace!r} is not a valid ROS name")
+
+    model_names = set(cag.actuator_parameter_names(actuator_type))
+    other_models = {n for t in cag.actuator_types() for n in cag.actuator_parameter_names(t)}
+    actuator_params: dict[str, float] = {}
+    joint_params: dict[str, float] = {}
+    for tag, text in tags.items():
+        if tag in RESERVED_TAGS:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            raise DescriptionError(f"{where}: parameter <{tag}> is not a number: {text!r}") from None
+        if tag in other_models - model_names:
+            raise DescriptionError(f"{where}: <{tag}> is not a parameter of the {actuator_type} "
+                                   f"model (its parameters: {', '.join(sorted(model_names))})")
+        (actuator_params if tag in model_names else joint_params)[tag] = value
+    actuator = _build(lambda p: cag.make_actuator(actuator_type, p), actuator_params, where)
+    params = _build(lambda p: cag.make_joint_params(mode, p), joint_params, where)
+    return JointSpec(plugin=plugin.get("name", ""), joint=joint, actuator_type=actuator_type,
+                     mode=mode, namespace=namespace, actuator_params=actuator_params,
+                     joint_params=joint_params, actuator=actuator, params=params)
+
+
+def _build(factory, values: Mapping[str, float], where: str):
+    """``factory(values)``; a ValueError of the core becomes a DescriptionError naming the tag
+    that fails on its own (or the core's message alone for a combination of values)."""
+    try:
+        return factory(dict(values))
+    except ValueError as exc:
+        message = _one_line(exc)
+    for tag, value in values.items():
+        try:
+            factory({tag: value})
+        except ValueError as exc:
+            raise DescriptionError(f"{where}: <{tag}>{value:g}</{tag}>: {_one_line(exc)}") from None
+    raise DescriptionError(f"{where}: {message}")
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

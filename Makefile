@@ -17,10 +17,10 @@ APT_PACKAGES := $(shell grep -vE '^\s*(\#|$$)' $(ROOT)/apt-packages.txt)
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results clean
 
 help:
-	@echo "make demo | make test | make bench | make study | make diffnea-results | make setup | make clean"
+	@echo "make demo | make test | make bench | make study | make diffnea-results | make compliant-results | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -76,6 +76,14 @@ diffnea-results: setup
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --online --threads 1 \
 	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json
 	$(RUN) bash $(ROOT)/tools/diffnea_panda.sh
+
+# Compliant-actuator figures (compliant_actuator_gazebo/results/): paper 003 Fig. 8 step responses
+# and the §4.3 ILC on the 2-DoF qbMove arm, in the embedded simulation (~10 s).
+compliant-results: setup
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_fig8 \
+	  --json $(ROOT)/compliant_actuator_gazebo/results/fig8.json --plot $(ROOT)/compliant_actuator_gazebo/results/fig8.png
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_ilc \
+	  --json $(ROOT)/compliant_actuator_gazebo/results/ilc.json --plot $(ROOT)/compliant_actuator_gazebo/results/ilc.png
 
 clean:
 	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

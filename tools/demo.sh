@@ -2,7 +2,8 @@
 # make demo: the main job on the embedded default. Collects real/sim pairs (PyBullet simulator vs
 # the MuJoCo reality stand-in), builds the Realeasy data set and prints the gap; trains the
 # realtime Realeasy model, evaluates it on the held-out and Cartesian sets, runs the residual
-# publisher live on new trajectories, and writes reports/report.md with the plots.
+# publisher live on new trajectories; reproduces the compliant-actuator figures of paper 003
+# (Fig. 8 step responses, §4.3 ILC) in the embedded simulation; writes reports/report.md.
 # DEMO_TRAJECTORIES sets the data size (default 150), DEMO_TRAIN_MINUTES the training budget
 # (default 6), DEMO_LIVE_TRAJECTORIES the live run (default 8).
 set -euo pipefail
@@ -41,5 +42,11 @@ rosrun realeasy_ros compare --bag "$out/live.bag" --json "$out/live_sim.json" \
   --plot "$out/live_sim_torques.png" > "$out/live_sim_table.txt"
 rosrun realeasy_ros compare --bag "$out/live.bag" --sim-topic /sim/joint_states_realistic \
   --json "$out/live_realeasy.json" --plot "$out/live_realeasy_torques.png" > "$out/live_realeasy_table.txt"
+
+echo "== compliant actuators (embedded simulation): paper 003 Fig. 8 and the §4.3 ILC"
+rosrun compliant_actuator_gazebo reproduce_fig8 --json "$out/fig8.json" --plot "$out/fig8.png" \
+  | tee "$out/fig8_table.txt"
+rosrun compliant_actuator_gazebo reproduce_ilc --json "$out/ilc.json" --plot "$out/ilc.png" \
+  | tee "$out/ilc_table.txt"
 
 python "$root/tools/demo_report.py" "$out"

@@ -37,6 +37,31 @@ def reduction(sim: dict, corrected: dict) -> str:
     return ", ".join(f"{f:.1f}x" for f in factors)
 
 
+def compliant_section(folder: str) -> str:
+    """Paper 003 reproductions (compliant_actuator_gazebo), from the embedded simulation."""
+    ilc = load(folder, "ilc.json")
+    text = lambda name: open(os.path.join(folder, name), encoding="utf-8").read().strip()  # noqa: E731
+    return f"""## Compliant actuators (paper 003, embedded simulation: PyBullet + the C++ core)
+
+Step responses of 0.8 rad, mode 3, soft and stiff presets of §4.1 (paper Fig. 8):
+
+```
+{text("fig8_table.txt")}
+```
+
+![step responses (paper 003 Fig. 8)](fig8.png)
+
+ILC of the link equilibria (eq. 13) on the 2-DoF qbMove arm: within {ilc['tolerance']} rad after
+{ilc['iterations']} iterations (paper: {ilc['paper_iterations']}, on the real arm's simulation).
+
+```
+{text("ilc_table.txt")}
+```
+
+![ILC (paper 003 Fig. 15)](ilc.png)
+"""
+
+
 def main(folder: str) -> None:
     collect = load(folder, "collect.json")
     gap = load(folder, "gap.json")
@@ -88,7 +113,8 @@ All figures compare the nominal simulator (PyBullet, pybullet_data Panda URDF, P
 {chr(10).join(chr(10) + s for s in sections)}
 
 ![joint torques: {label} (green), simulation (blue), simulation + Realeasy (red)](realeasy_torques.png)
-"""
+
+{compliant_section(folder)}"""
     path = os.path.join(folder, "report.md")
     with open(path, "w", encoding="utf-8") as f:
         f.write(report)

@@ -4,6 +4,8 @@
 // (std::invalid_argument with a one-line message).
 #pragma once
 
+#include <algorithm>
+
 #include <string>
 
 #include "compliant_actuator_gazebo/actuator.hpp"
@@ -36,6 +38,35 @@ class Sea final : public Actuator {
   SeaParams params_;
 };
 
+/// Agonistic-antagonistic actuators (qbMove Advanced, BAVS; paper 003 §3.1.3, Fig. 3 C): two
+/// springs between the link and motors 1 and 2, theta1 = eq + preset, theta2 = eq - preset, the
+/// preset (co-contraction) in [0, max_deflection]. A model only gives its two springs, each as
+/// seen from the link (force = its torque on the link, stiffness = -d force / dq, energy).
+class AntagonisticActuator : public Actuator {
+ public:
+  int motors() const final { return 2; }
+  SpringTorques torques(double q, double theta1, double theta2) const final {
+    return {link_spring1(q, theta1).force, link_spring2(q, theta2).force};
+  }
+  double stiffness(double q, double theta1, double theta2) const final {
+    return link_spring1(q, theta1).stiffness + link_spring2(q, theta2).stiffness;
+  }
+  double energy(double q, double theta1, double theta2) const final {
+    return link_spring1(q, theta1).energy + link_spring2(q, theta2).energy;
+  }
+  MotorReferences references(double equilibrium, double preset) const final {
+    return {equilibrium + preset, equilibrium - preset};
+  }
+  double check_preset(double preset) const final {
+    require_finite(type() + " stiffness preset", preset);
+    return std::clamp(preset, 0.0, max_deflection());
+  }
+
+ protected:
+  virtual SpringEval link_spring1(double q, double theta1) const = 0;
+  virtual SpringEval link_spring2(double q, double theta2) const = 0;
+};
+
 /// qbMove Advanced (agonistic-antagonistic VSA): d_i = sat(q - theta_i),
 /// t_i = -k_i sinh(a_i d_i), sigma = sum a_i k_i cosh(a_i d_i), E_i = k_i/a_i (cosh(a_i d_i) - 1).
 struct QbMoveParams {
@@ -44,24 +75,16 @@ struct QbMoveParams {
   double max_deflection = 0.8;       ///< [rad]
 };
 
-class QbMove final : public Actuator {
+class QbMove final : public AntagonisticActuator {
  public:
   explicit QbMove(const QbMoveParams& params = {});
   std::string type() const override { return "qbmove"; }
-  int motors() const override { return 2; }
-  SpringTorques torques(double q, double theta1, double theta2) const override;
-  double stiffness(double q, double theta1, double theta2) const override;
-  double energy(double q, double theta1, double theta2) const override;
-  /// theta1 = eq + preset, theta2 = eq - preset.
-  MotorReferences references(double equilibrium, double preset) const override;
-  /// Preset (co-contraction angle) domain [0, max_deflection].
-  double check_preset(double preset) const override;
   double max_deflection() const override { return params_.max_deflection; }
   const QbMoveParams& params() const { return params_; }
 
  private:
-  SpringEval spring1(double q, double theta1) const;
-  SpringEval spring2(double q, double theta2) const;
+  SpringEval link_spring1(double q, double theta1) const override;
+  SpringEval link_spring2(double q, double theta2) const override;
   QbMoveParams params_;
 };
 
@@ -77,24 +100,16 @@ struct BavsParams {
   double max_deflection = 0.27;      ///< [rad]
 };
 
-class Bavs final : public Actuator {
+class Bavs final : public AntagonisticActuator {
  public:
   explicit Bavs(const BavsParams& params = {});
   std::string type() const override { return "bavs"; }
-  int motors() const override { return 2; }
-  SpringTorques torques(double q, double theta1, double theta2) const override;
-  double stiffness(double q, double theta1, double theta2) const override;
-  double energy(double q, double theta1, double theta2) const override;
-  /// theta1 = eq + preset, theta2 = eq - preset.
-  MotorReferences references(double equilibrium, double preset) const override;
-  /// Preset domain [0, max_deflection].
-  double check_preset(double preset) const override;
   double max_deflection() const override { return params_.max_deflection; }
   const BavsParams& params() const { return params_; }
 
  private:
-  SpringEval spring1(double q, double theta1) const;
-  SpringEval spring2(double q, double theta2) const;
+  SpringEval link_spring1(double q, double theta1) const override;
+  SpringEval link_spring2(double q, double theta2) const override;
   BavsParams params_;
 };
 

@@ -54,27 +54,14 @@ SpringEval sinh_spring(double delta, double k, double a, double max_def) {
 }
 }  // namespace
 
-SpringEval QbMove::spring1(double q, double theta1) const {
-  return sinh_spring(q - theta1, params_.k1, params_.a1, params_.max_deflection);
+// d_i = q - theta_i: the link feels -U_i'(d_i), and -d(-U_i')/dq = U_i''.
+SpringEval QbMove::link_spring1(double q, double theta1) const {
+  const SpringEval s = sinh_spring(q - theta1, params_.k1, params_.a1, params_.max_deflection);
+  return {-s.force, s.stiffness, s.energy};
 }
-SpringEval QbMove::spring2(double q, double theta2) const {
-  return sinh_spring(q - theta2, params_.k2, params_.a2, params_.max_deflection);
-}
-SpringTorques QbMove::torques(double q, double theta1, double theta2) const {
-  return {-spring1(q, theta1).force, -spring2(q, theta2).force};
-}
-double QbMove::stiffness(double q, double theta1, double theta2) const {
-  return spring1(q, theta1).stiffness + spring2(q, theta2).stiffness;
-}
-double QbMove::energy(double q, double theta1, double theta2) const {
-  return spring1(q, theta1).energy + spring2(q, theta2).energy;
-}
-MotorReferences QbMove::references(double equilibrium, double preset) const {
-  return {equilibrium + preset, equilibrium - preset};
-}
-double QbMove::check_preset(double preset) const {
-  require_finite("qbmove stiffness preset", preset);
-  return std::clamp(preset, 0.0, params_.max_deflection);
+SpringEval QbMove::link_spring2(double q, double theta2) const {
+  const SpringEval s = sinh_spring(q - theta2, params_.k2, params_.a2, params_.max_deflection);
+  return {-s.force, s.stiffness, s.energy};
 }
 
 // ---------------------------------------------------------------- BAVS
@@ -100,28 +87,12 @@ SpringEval exp_spring(double delta, const BavsParams& p, double c_plus, double c
 }
 }  // namespace
 
-SpringEval Bavs::spring1(double q, double theta1) const {
+// d_i = theta_i - q, so dd/dq = -1: the link feels U_i'(d_i), and -d(U_i')/dq = U_i''.
+SpringEval Bavs::link_spring1(double q, double theta1) const {
   return exp_spring(theta1 - q, params_, params_.b, params_.a);
 }
-SpringEval Bavs::spring2(double q, double theta2) const {
+SpringEval Bavs::link_spring2(double q, double theta2) const {
   return exp_spring(theta2 - q, params_, params_.a, params_.b);
-}
-// d_i = theta_i - q, so dd/dq = -1: tau_i = -dU_i/dq = U_i'(d_i), sigma = U_1'' + U_2''.
-SpringTorques Bavs::torques(double q, double theta1, double theta2) const {
-  return {spring1(q, theta1).force, spring2(q, theta2).force};
-}
-double Bavs::stiffness(double q, double theta1, double theta2) const {
-  return spring1(q, theta1).stiffness + spring2(q, theta2).stiffness;
-}
-double Bavs::energy(double q, double theta1, double theta2) const {
-  return spring1(q, theta1).energy + spring2(q, theta2).energy;
-}
-MotorReferences Bavs::references(double equilibrium, double preset) const {
-  return {equilibrium + preset, equilibrium - preset};
-}
-double Bavs::check_preset(double preset) const {
-  require_finite("bavs stiffness preset", preset);
-  return std::clamp(preset, 0.0, params_.max_deflection);
 }
 
 // ---------------------------------------------------------------- AwAS-II

@@ -86,13 +86,7 @@ class RobotLayout:
         if not isinstance(data, Mapping):
             raise LayoutError(f"{source}: expected a mapping with keys 'robot' and 'joints', "
                               f"got {type(data).__name__}")
-        for key in ("robot", "joints"):
-            if key not in data:
-                raise LayoutError(f"{source}: missing key '{key}'")
-        unknown = sorted(set(map(str, data)) - {"robot", "joints"})
-        if unknown:
-            raise LayoutError(f"{source}: unknown key(s) {', '.join(unknown)} "
-                              "(expected 'robot' and 'joints')")
+        _check_keys(data, ("robot", "joints"), source)
         robot = data["robot"]
         if not isinstance(robot, str) or not _NAME.match(robot.strip("/")):
             raise LayoutError(f"{source}: 'robot' must be a ROS name such as 'arm', got {robot!r}")
@@ -140,17 +134,22 @@ class RobotLayout:
                 for j in self.joints]
 
 
+def _check_keys(data: Mapping, keys: tuple[str, str], where: str) -> None:
+    """Exactly ``keys``: a missing one or an unknown one (usually a typo) is a LayoutError."""
+    for key in keys:
+        if key not in data:
+            raise LayoutError(f"{where}: missing key '{key}'")
+    unknown = sorted(set(map(str, data)) - set(keys))
+    if unknown:
+        raise LayoutError(f"{where}: unknown key(s) {', '.join(unknown)} "
+                          f"(expected '{keys[0]}' and '{keys[1]}')")
+
+
 def _joint_spec(entry: Any, index: int, source: str) -> JointSpec:
     where = f"{source}: joints[{index}]"
     if not isinstance(entry, Mapping):
         raise LayoutError(f"{where} must be a mapping {{name: <joint>, mode: 0..6}}, got {entry!r}")
-    for key in ("name", "mode"):
-        if key not in entry:
-            raise LayoutError(f"{where}: missing key '{key}'")
-    unknown = sorted(set(map(str, entry)) - {"name", "mode"})
-    if unknown:
-        raise LayoutError(f"{where}: unknown key(s) {', '.join(unknown)} "
-                          "(expected 'name' and 'mode')")
+    _check_keys(entry, ("name", "mode"), where)
     name, mode = entry["name"], entry["mode"]
     if not isinstance(name, str) or not _NAME.match(name):
         raise LayoutError(f"{where}: 'name' must be a joint name such as 'joint_1', got {name!r}")

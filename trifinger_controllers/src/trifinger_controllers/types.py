@@ -1,0 +1,47 @@
+"""Plain data exchanged by the simulation, the controllers, the evaluation and the ROS nodes
+(paper 004 §III: the TriFinger with 3 fingers x 3 joints, torques at 1 kHz, the cube's pose from
+the cameras at 10 Hz)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+N_FINGERS = 3
+N_JOINTS = 9
+TORQUE_LIMIT = 0.397          # N m, each joint (TriFinger Pro; paper 004 §VI)
+CUBE_WIDTH = 0.065            # m (paper 004 §III: 65 mm, about 94 g)
+CUBE_MASS = 0.094             # kg
+PHYSICS_RATE = 1000.0         # Hz
+
+
+@dataclass(frozen=True)
+class CubePose:
+    """Pose of the cube's centre in the world frame; ``orientation`` is a unit quaternion in
+    (x, y, z, w) order as in trifinger_simulation and geometry_msgs; ``stamp`` [s] is the
+    simulated time the pose refers to (for camera observations: when the image was taken)."""
+
+    position: np.ndarray      # (3,)
+    orientation: np.ndarray   # (4,) x, y, z, w
+    stamp: float = 0.0
+
+
+@dataclass(frozen=True)
+class RobotState:
+    """Joint measurements at simulated time ``time`` (step index ``step`` at 1 kHz)."""
+
+    step: int
+    time: float
+    position: np.ndarray      # (9,) rad, finger 0 joints 0-2, finger 120 joints 3-5, finger 240 joints 6-8
+    velocity: np.ndarray      # (9,) rad/s
+    torque: np.ndarray        # (9,) N m, as measured
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a controller sees: the robot now and the cube as the camera last reported it
+    (10 Hz, with the camera delay of trifinger_simulation), plus the goal."""
+
+    robot: RobotState
+    cube: CubePose
+    goal: CubePose

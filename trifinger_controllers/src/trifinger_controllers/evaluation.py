@@ -1,0 +1,335 @@
+"""In-process evaluation of a controller on the simulated platform (paper 004 §VI, Tables II-IV).
+
+:func:`run_episode` runs one episode: the controller is called at its ``rate_hz`` (every
+``1000 / rate_hz`` physics steps) and its torque is held in between, as on the robot.
+:func:`evaluate` runs ``trials`` episodes whose goals and initial poses are drawn from ``seed``
+only (trial ``i`` is the same for every controller and every ``trials``) and summarises them in
+the issue's JSON layout. Results are simulation results (``"label": "simulation"``).
+
+Metrics, all from the simulator's ground-truth cube pose:
+
+* ``reward``: the RRC reward of the level for the final pose (``-move_cube.evaluate_state``);
+* ``cumulative_reward``: the sum of that reward over every 1 ms step, the RRC's episode score
+  (the paper's R) — over our shorter episodes, so smaller in magnitude than a 2 min RRC run;
+* ``position_error_cm``, ``orientation_error_deg``: final errors (orientation for every level,
+  meaningful for level 4);
+* ``drop`` (Table II: "the cube is dropped"): the cube was lifted — its centre rose
+  :data:`LIFT_HEIGHT` above its resting height — and afterwards it touched the floor again
+  (lowest corner within :data:`FLOOR_TOLERANCE`) while fewer than two fingertips were within
+  :data:`HOLD_DISTANCE` of its surface, i.e. it fell out of the grasp rather than being set down
+  by fingers that still hold it (lowering it to a low level-3 goal is not a drop). A drop counts
+  even if the controller re-grasps the cube later. Level-1 pushing never lifts the cube and never
+  drops it.
+
+Summary: as in the paper (Table II: "the values are only calculated from those runs that do not
+drop the cube") ``mean``/``std`` are over the trials without a drop; ``mean_all``/``std_all``
+over all trials (``std`` with ddof=0); ``drop_rate`` is the fraction of trials with a drop;
+``compute_us`` is the controller's ``compute`` wall time per call [us] (mean, 99th percentile)
+over all trials (per trial: ``compute_us_mean``/``compute_us_p99``; ``reset_seconds`` is the
+controller's ``reset``, e.g. MP's planning).
+
+Episode length: :data:`DEFAULT_SECONDS` = 30 s of simulated time instead of the RRC's 120 s. The
+structured policies grasp and reach the goal within 10-20 s and then hold, so the final-pose
+metrics are those of a 2 min episode, while an episode costs about 10 s of wall time instead of
+40 s on our 2 shared cores (benchmarks of 20 trials per controller stay practical).
+
+A controller exception ends the controller's part of the episode: zero torque is applied for
+:data:`SETTLE_SECONDS` more (a held cube falls and counts as a drop), the metrics are taken then,
+and the exception is logged and stored in the record's ``error`` (never silently swallowed).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from trifinger_controllers import cube, task
+from trifinger_controllers.controller import Controller
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.platform import SimulatedPlatform
+from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_SECONDS = 30.0
+#: The cube counts as lifted once its centre is this much [m] above its resting height.
+LIFT_HEIGHT = 0.01
+#: The cube is on the floor when its lowest corner is below this height [m].
+FLOOR_TOLERANCE = 0.005
+#: A fingertip (centre of its tip frame) this close [m] to the cube's surface is holding it.
+HOLD_DISTANCE = 0.015
+#: Zero-torque time [s] after a controller exception before the episode ends.
+SETTLE_SECONDS = 1.0
+#: Metrics summarised by :func:`evaluate`.
+METRICS = ("reward", "cumulative_reward", "position_error_cm", "orientation_error_deg")
+
+ProgressCallback = Callable[[int], None]
+
+
+def _pose_dict(pose: CubePose) -> Dict[str, List[float]]:
+    return {"position": np.asarray(pose.position, float).tolist(),
+            "orientation": np.asarray(pose.orientation, float).tolist()}
+
+
+@dataclass
+class EpisodeRecord:
+    """The outcome of one episode (see the module docstring for the definitions)."""
+
+    level: int
+    goal: CubePose
+    initial: CubePose
+    final: CubePose
+    reward: float
+    cumulative_reward: float
+    position_error_cm: float
+    orientation_error_deg: float
+    drop: bool
+    sim_seconds: float
+    wall_seconds: float
+    reset_seconds: float
+    compute_calls: int
+    compute_us_mean: float
+    compute_us_p99: float
+    error: Optional[str] = None
+    compute_us: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    def to_dict(self) -> Dict[str, object]:
+        """JSON-ready per-trial record (without the raw compute times)."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("compute_us", "goal", "initial", "final")}
+        out.update(goal=_pose_dict(self.goal), initial=_pose_dict(self.initial), final=_pose_dict(self.final))
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+
+class DropDetector:
+    """Detects the cube falling out of the grasp (module docstring); feed it every step."""
+
+    def __init__(self, kinematics: FingerKinematics) -> None:
+        self.kinematics = kinematics
+        self.lifted = False
+        self.dropped = False
+
+    def update(self, pose: CubePose, joint_positions: np.ndarray) -> bool:
+        """Update with the true cube pose and the joint positions; True once dropped."""
+        if self.dropped:
+            return True
+        if pose.position[2] > task.RESTING_HEIGHT + LIFT_HEIGHT:
+            self.lifted = True
+        elif self.lifted and cube.lowest_point(pose) < FLOOR_TOLERANCE:
+            self.dropped = holding_fingers(self.kinematics, pose, joint_positions) < 2
+        return self.dropped
+
+
+def holding_fingers(kinematics: FingerKinematics, pose: CubePose, joint_positions: np.ndarray) -> int:
+    """Number of fingertips within :data:`HOLD_DISTANCE` of the cube's surface."""
+    tips = cube.to_cube_frame(pose, kinematics.tip_positions(joint_positions))
+    outside = np.maximum(np.abs(tips) - cube.HALF_WIDTH, 0.0)
+    return int(np.sum(np.linalg.norm(outside, axis=1) <= HOLD_DISTANCE))
+
+
+def control_period(controller: Controller) -> int:
+    """Physics steps between two controller calls (``1000 / rate_hz``, at least 1)."""
+    rate = float(controller.rate_hz)
+    if not rate > 0:
+        raise ValueError(f"{controller.name}: rate_hz must be positive, got {rate}")
+    return max(1, int(round(PHYSICS_RATE / rate)))
+
+
+def run_episode(
+    platform: SimulatedPlatform,
+    controller: Controller,
+    level: int,
+    goal: CubePose,
+    initial: CubePose,
+    seconds: float = DEFAULT_SECONDS,
+    progress: Optional[ProgressCallback] = None,
+    kinematics: Optional[FingerKinematics] = None,
+) -> EpisodeRecord:
+    """Run ``controller`` for ``seconds`` of simulated time from ``initial`` towards ``goal``.
+
+    ``progress`` (e.g. a tqdm bar's ``update``) is called with the number of steps done since
+    its last call, every simulated second."""
+    task.check_level(level)
+    task.check_goal(goal)
+    if not seconds > 0:
+        raise ValueError(f"episode length must be positive, got {seconds} s")
+    kinematics = kinematics or FingerKinematics()
+    total_steps = int(round(seconds * PHYSICS_RATE))
+    period = control_period(controller)
+    wall_start = time.perf_counter()
+
+    obs = platform.reset(initial, goal)
+    reset_start = time.perf_counter()
+    error: Optional[str] = None
+    try:
+        controller.reset(obs)
+    except Exception as exc:  # recorded below, the episode runs on with zero torque
+        error = _describe(controller, "reset", exc)
+    reset_seconds = time.perf_counter() - reset_start
+
+    detector = DropDetector(kinematics)
+    positions = np.empty((total_steps, 3))
+    orientations = np.empty((total_steps, 4))
+    durations: List[float] = []
+    torque = np.zeros(N_JOINTS)
+    stop_at = total_steps if error is None else min(total_steps, int(SETTLE_SECONDS * PHYSICS_RATE))
+    reported = 0
+    steps = 0
+    while steps < stop_at:
+        if error is None and steps % period == 0:
+            start = time.perf_counter_ns()
+            try:
+                torque = controller.compute(obs)
+            except Exception as exc:
+                error = _describe(controller, f"compute at t={obs.robot.time:.3f} s", exc)
+                torque = np.zeros(N_JOINTS)
+                stop_at = min(total_steps, steps + int(SETTLE_SECONDS * PHYSICS_RATE))
+            durations.append((time.perf_counter_ns() - start) / 1e3)
+        obs = platform.step(torque)
+        truth = platform.true_cube_pose()
+        positions[steps] = truth.position
+        orientations[steps] = truth.orientation
+        detector.update(truth, obs.robot.position)
+        steps += 1
+        if progress is not None and steps % 1000 == 0:
+            progress(steps - reported)
+            reported = steps
+    if progress is not None and steps > reported:
+        progress(steps - reported)
+    if steps < total_steps and progress is not None:  # keep a bar's total consistent
+        progress(total_steps - steps)
+
+    final = platform.true_cube_pose()
+    step_rewards = task.rewards(level, goal, positions[:steps], orientations[:steps])
+    compute_us = np.asarray(durations)
+    return EpisodeRecord(
+        level=level,
+        goal=goal,
+        initial=initial,
+        final=final,
+        reward=task.reward(level, goal, final),
+        cumulative_reward=float(step_rewards.sum()),
+        position_error_cm=100.0 * task.position_error(goal, final),
+        orientation_error_deg=float(np.rad2deg(task.orientation_error(goal, final))),
+        drop=detector.dropped,
+        sim_seconds=steps / PHYSICS_RATE,
+        wall_seconds=time.perf_counter() - wall_start,
+        reset_seconds=reset_seconds,
+        compute_calls=int(compute_us.size),
+        compute_us_mean=float(compute_us.mean()) if compute_us.size else float("nan"),
+        compute_us_p99=float(np.percentile(compute_us, 99)) if compute_us.size else float("nan"),
+        error=error,
+        compute_us=compute_us,
+    )
+
+
+def _describe(controller: Controller, where: str, exc: Exception) -> str:
+    LOG.error("controller %s raised in %s:\n%s", controller.name, where,
+              "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return f"{controller.name} {where}: {type(exc).__name__}: {exc}"
+
+
+def _summary(records: List[EpisodeRecord], reducer: Callable[[np.ndarray], float]) -> Dict[str, Optional[float]]:
+    out: Dict[str, Optional[float]] = {}
+    for key in METRICS:
+        values = np.array([getattr(r, key) for r in records], dtype=float)
+        out[key] = float(reducer(values)) if values.size else None
+    return out
+
+
+def summarise(records: List[EpisodeRecord]) -> Dict[str, object]:
+    """``mean``/``std`` over non-dropped trials, ``mean_all``/``std_all`` over all, ``drop_rate``
+    and the controller's compute time over all calls."""
+    kept = [r for r in records if not r.drop]
+    durations = np.concatenate([r.compute_us for r in records]) if records else np.zeros(0)
+    return {
+        "mean": _summary(kept, np.mean),
+        "std": _summary(kept, np.std),
+        "mean_all": _summary(records, np.mean),
+        "std_all": _summary(records, np.std),
+        "drop_rate": float(np.mean([r.drop for r in records])) if records else None,
+        "errors": sum(r.error is not None for r in records),
+        "compute_us": {
+            "mean": float(durations.mean()) if durations.size else None,
+            "p99": float(np.percentile(durations, 99)) if durations.size else None,
+            "calls": int(durations.size),
+        },
+        "wall_seconds": float(sum(r.wall_seconds for r in records)),
+    }
+
+
+def episode_specs(level: int, trials: int, seed: int, orientation_error_deg: Optional[float] = None,
+                  goal: Optional[CubePose] = None) -> List[tuple]:
+    """(goal, initial pose, platform seed) of each trial, from ``seed`` only: trial ``i`` uses
+    the ``i``-th child of ``numpy.random.SeedSequence(seed)``. A given ``goal`` is used for every
+    trial (initial poses from :func:`task.initial_pose`)."""
+    task.check_level(level)
+    if goal is not None:
+        task.check_goal(goal)
+    specs = []
+    for child in np.random.SeedSequence(seed).spawn(trials):
+        rng = np.random.default_rng(child)
+        if goal is None:
+            trial_goal, initial = task.sample_episode(level, rng, orientation_error_deg)
+        else:
+            trial_goal, initial = goal, task.initial_pose(goal, level, rng, orientation_error_deg)
+        specs.append((trial_goal, initial, int(child.generate_state(1)[0])))
+    return specs
+
+
+def evaluate(
+    controller_factory: Callable[[], Controller],
+    level: int,
+    trials: int,
+    seed: int,
+    seconds: float = DEFAULT_SECONDS,
+    orientation_error_deg: Optional[float] = None,
+    progress: bool = True,
+    goal: Optional[CubePose] = None,
+    description: str = "",
+) -> Dict[str, object]:
+    """Evaluate a fresh controller from ``controller_factory()`` on ``trials`` seeded episodes;
+    returns the JSON-ready result (keys ``trials``, ``mean``, ``std``, ``drop_rate``, ...,
+    ``label`` "simulation")."""
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    specs = episode_specs(level, trials, seed, orientation_error_deg, goal)
+    kinematics = FingerKinematics()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=int(round(trials * seconds)) * 1000, unit="step", unit_scale=True,
+                   desc=description or f"level {level}", dynamic_ncols=True)
+    records: List[EpisodeRecord] = []
+    name = ""
+    try:
+        for trial_goal, initial, platform_seed in specs:
+            controller = controller_factory()
+            name = controller.name
+            platform = SimulatedPlatform(seed=platform_seed)
+            try:
+                records.append(run_episode(platform, controller, level, trial_goal, initial, seconds,
+                                           bar.update if bar is not None else None, kinematics))
+            finally:
+                platform.close()
+            if bar is not None:
+                last = records[-1]
+                bar.set_postfix(pos_cm=f"{last.position_error_cm:.2f}", drop=last.drop)
+    finally:
+        if bar is not None:
+            bar.close()
+    result: Dict[str, object] = {
+        "label": "simulation",
+        "controller": name,
+        "level": level,
+        "seed": seed,
+        "seconds": seconds,
+        "orientation_error_deg": orientation_error_deg,
+        "trials": [dict(trial=i, **r.to_dict()) for i, r in enumerate(records)],
+    }
+    result.update(summarise(records))
+    return result

@@ -1,1 +1,52 @@
-"""The structured policies of paper 004 §IV: CPC (cpc.py), CIC (cic.py), MP (mp.py)."""
+"""The structured policies of paper 004 §IV and their registry: CPC (cpc.py, §IV-B), CIC
+(cic.py, §IV-C) and MP (mp.py, §IV-A). Any controller takes any grasp (tg, cg, og, pg: the
+mix-and-match of §VI). The modules are imported on first use, so that importing the registry
+stays cheap."""
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+from trifinger_controllers.controller import Controller
+from trifinger_controllers.params import ParameterSet
+
+# name -> (module, class, parameter set, default grasp of the paper's pairing)
+_REGISTRY: dict[str, tuple[str, str, str, str]] = {
+    "cpc": ("cpc", "CartesianPositionController", "CPC_PARAMETERS", "tg"),
+    "cic": ("cic", "CartesianImpedanceController", "CIC_PARAMETERS", "cg"),
+    "mp": ("mp", "MotionPlanningController", "MP_PARAMETERS", "pg"),
+}
+CONTROLLERS = tuple(_REGISTRY)
+GRASPS = ("tg", "cg", "og", "pg")
+
+
+def _entry(name: str) -> tuple[str, str, str, str]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown controller {name!r}: expected one of {', '.join(CONTROLLERS)}") from None
+
+
+def _module(name: str):
+    return importlib.import_module(f"trifinger_controllers.controllers.{_entry(name)[0]}")
+
+
+def default_parameters(name: str) -> ParameterSet:
+    """The hyperparameters of controller ``name`` with their defaults and BO intervals."""
+    return getattr(_module(name), _entry(name)[2])
+
+
+def default_grasp(name: str) -> str:
+    """The grasp the paper pairs with the controller (CPC-TG, CIC-CG, MP-PG)."""
+    return _entry(name)[3]
+
+
+def make_controller(name: str, grasp: Optional[str] = None, params: Optional[ParameterSet] = None,
+                    kinematics=None, level: int = 3, **options) -> Controller:
+    """Controller ``name`` with ``grasp`` (default: the paper's pairing) and ``params`` (default:
+    its defaults); ``options`` go to the controller (e.g. MP's ``seed``)."""
+    grasp = grasp or default_grasp(name)
+    if grasp not in GRASPS:
+        raise ValueError(f"unknown grasp {grasp!r}: expected one of {', '.join(GRASPS)}")
+    cls = getattr(_module(name), _entry(name)[1])
+    return cls(grasp=grasp, params=params, kinematics=kinematics, level=level, **options)

@@ -1,0 +1,459 @@
+"""Grasp and motion planning controller, MP (paper 004 §IV-A), at 500 Hz.
+
+At :meth:`~MotionPlanningController.reset` the controller selects a grasp and plans a path of the
+cube from its observed pose to the goal "under the constraint that the grasp is maintained"
+(:mod:`trifinger_controllers.rrt`, RRT-Connect in the cube's task space with the fingers' joint
+positions by IK):
+
+* PG (planned grasp): the heuristic candidates first (:func:`grasps.heuristic_candidates`:
+  centre-of-three and opposite-faces grasps, all finger/face permutations; those reachable at the
+  start and the goal first), one planning attempt each within the time budget
+  ``planning_time``; "in the unlikely event that none of those heuristic grasps admits a path to
+  the goal", random force-closure grasps (:func:`grasps.sample_force_closure_grasps`);
+* any other grasp (TG, CG, OG, a :class:`~trifinger_controllers.grasps.Grasp` or a callable
+  returning one): a plan with that grasp (§VI: "when the MP controller is paired with a grasp
+  strategy other than PG, a motion plan is generated using that grasp"), planned without the
+  planner's collision checks if it has no plan with them.
+
+The goal is a region: at levels 1-3 the goal position with any yaw of the cube (the reward
+ignores the orientation; turning the cube lets the fingers reach goals near the arena's edge),
+at level 4 the goal orientation first, then orientations part of the way to it ("the planner may
+have only found a point near the goal for which the grasp is valid", §VII). Goals on the floor
+are raised by ``lift_height`` so that the cube is carried, not dragged. Every attempt's
+wall-clock planning time is kept in :attr:`MotionPlanningController.planning_attempts`.
+
+The plan is executed "by following the waypoints for all fingers using a PD position controller
+without requiring any further cube pose estimates": a joint-space reference ``q_ref(t)``, linear
+between the waypoints (spaced by the planner's resolution, timed at ``path_speed``), tracked by
+
+    tau = K_p (q_ref - q) - K_d qdot + g(q) + J^T f_w,
+
+with ``g(q)`` the fingers' gravity compensation and ``f_w`` a share of the cube's weight per
+fingertip (``cube_weight``). The waypoints' joint positions put the fingertips ``squeeze``
+inside the faces, so that the PD presses the cube. Phases: approach (tips up, over and beside the
+contacts, then closing), follow (the plan), then correct: "to account for errors such as
+slippage or an inaccurate final pose, we iteratively append waypoints to the plan in a straight
+line path from the current object position to the goal position": each appended segment moves
+the commanded cube position by ``correction_gain`` times the observed error (and turns the
+commanded orientation by the same fraction of the observed tilt, which keeps the cube from
+turning in the grasp), within ``correction_duration``, once a camera pose taken after the
+previous segment has arrived. If the observed cube leaves the fingers (drop), the controller
+opens the hand, re-plans from the observed pose and grasps again (at most ``MAX_REGRASPS``
+times: "another round of planning", §VII).
+
+Hyperparameters (:data:`MP_PARAMETERS`, with the intervals BO searches): §VI "MP: hyperparameters
+that control the speed of movement to the goal location on the planned path" (``path_speed``,
+``correction_gain``, ``correction_duration``) plus the PD gains, the squeeze and the phase times.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, List, Optional, Union
+
+import numpy as np
+
+from trifinger_controllers import cube
+from trifinger_controllers import grasps as grasp_lib
+from trifinger_controllers.controller import Controller
+from trifinger_controllers.grasps import Grasp
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.params import Parameter, ParameterSet
+from trifinger_controllers.rrt import GraspPathPlanner, Plan, PlannerConfig
+from trifinger_controllers.task import check_level
+from trifinger_controllers.types import CUBE_MASS, CUBE_WIDTH, N_FINGERS, CubePose, Observation
+
+GRAVITY = 9.81
+#: Per-joint profile (upper, middle, lower) of the PD gains, the shape of trifinger_simulation's
+#: default position controller (kp 15/15/9, kd 0.5/1/0.5): K_p = kp * KP_PROFILE etc.
+KP_PROFILE = np.tile([1.0, 1.0, 0.6], N_FINGERS)
+KD_PROFILE = np.tile([1.0, 2.0, 1.0], N_FINGERS)
+#: Approach geometry [m]: the tips rise to this far above the cube's top, move over the
+#: pre-grasp positions this far outside the faces, then descend beside them.
+APPROACH_HEIGHT = 0.03
+APPROACH_CLEARANCE = 0.02
+#: Fractions of ``approach_time`` for rising, moving over and descending.
+APPROACH_SPLIT = (0.25, 0.4, 0.35)
+#: Time [s] the closed grasp settles before the cube is moved.
+SETTLE_TIME = 0.3
+#: Drop detection: observed cube this far [m] from where the fingertips hold it, for this long [s].
+DROP_DISTANCE = 0.03
+DROP_TIME = 0.3
+MAX_REGRASPS = 3
+#: Depth [m] the corrections may command the cube's lowest corner below the floor.
+CORRECTION_FLOOR_DEPTH = 0.008
+#: Fingertip error [m] the corrections accept where a finger cannot quite reach the contact.
+CORRECTION_IK_TOLERANCE = 0.006
+#: Candidates planned again without the collision checks when none has a plan.
+RELAXED_ATTEMPTS = 3
+#: Number of random force-closure grasps PG tries after the heuristic ones.
+N_SAMPLED_GRASPS = 10
+#: Goal region of levels 1-3: turns [deg] of the cube about the vertical, in order of preference.
+GOAL_YAWS = (0.0, 15.0, -15.0, 30.0, -30.0, 45.0, -45.0, 60.0, -60.0, 90.0, -90.0)
+#: Goal region of level 4: fractions of the rotation to the goal orientation, in that order.
+GOAL_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.0)
+
+MP_PARAMETERS = ParameterSet("mp", [
+    Parameter("path_speed", 0.05, 0.01, 0.3, "cube speed along the planned path [m/s]", log=True),
+    Parameter("correction_gain", 0.5, 0.1, 1.0,
+              "fraction of the observed position error appended per correction segment"),
+    Parameter("correction_duration", 0.5, 0.1, 2.0, "duration of one appended segment [s]"),
+    Parameter("kp", 30.0, 2.0, 60.0, "joint stiffness [N m/rad] (x 1/1/0.6 upper/middle/lower)",
+              log=True),
+    Parameter("kd", 0.3, 0.02, 2.0, "joint damping [N m s/rad] (x 1/2/1)", log=True),
+    Parameter("squeeze", 0.003, 0.0, 0.03, "depth [m] of the fingertip targets inside the faces"),
+    Parameter("cube_weight", 1.0, 0.0, 2.0, "fraction of the cube's weight fed forward"),
+    Parameter("approach_time", 1.0, 0.3, 3.0, "duration of the approach to the contacts [s]"),
+    Parameter("close_time", 0.5, 0.1, 2.0, "duration of closing the grasp [s]"),
+    Parameter("planning_time", 1.0, 0.1, 10.0, "planning budget per grasp attempt [s]", log=True),
+    Parameter("lift_height", 0.01, 0.0, 0.04,
+              "the cube is carried at least this high above the floor [m]; the corrections lower it"),
+])
+
+GraspSource = Union[str, Grasp, Callable[[Observation], Grasp]]
+
+
+class Phase(enum.Enum):
+    APPROACH = 0   # tips up, over and beside the contacts, then closing and settling
+    FOLLOW = 1     # the planned waypoints
+    CORRECT = 2    # appended straight-line segments towards the goal
+    RELEASE = 3    # opening the hand after a drop, then re-planning
+
+
+@dataclass(frozen=True)
+class PlanningAttempt:
+    """One grasp tried by the planner: its strategy name, wall-clock planning time [s],
+    whether a path was found and the RRT-Connect iterations (0: direct path)."""
+
+    grasp: str
+    time: float
+    success: bool
+    iterations: int = 0
+    relaxed: bool = False      # planned without the collision checks
+
+
+class JointTrajectory:
+    """Piecewise-linear joint reference through ``waypoints`` (K, 9) reached at ``times`` (K,)
+    [s, simulated]; held at the last waypoint afterwards."""
+
+    def __init__(self, times: np.ndarray, waypoints: np.ndarray) -> None:
+        self.times = np.asarray(times, dtype=float)
+        self.waypoints = np.asarray(waypoints, dtype=float)
+        if self.times.ndim != 1 or self.waypoints.shape != (len(self.times), 9):
+            raise ValueError("trajectory: times (K,) and waypoints (K, 9) expected")
+        if np.any(np.diff(self.times) < 0):
+            raise ValueError("trajectory: times must not decrease")
+
+    @property
+    def end_time(self) -> float:
+        return float(self.times[-1])
+
+    def __call__(self, t: float) -> np.ndarray:
+        if t <= self.times[0]:
+            return self.waypoints[0].copy()
+        if t >= self.times[-1]:
+            return self.waypoints[-1].copy()
+        k = int(np.searchsorted(self.times, t, side="right"))
+        t0, t1 = self.times[k - 1], self.times[k]
+        a = (t - t0) / max(t1 - t0, 1e-12)
+        return (1 - a) * self.waypoints[k - 1] + a * self.waypoints[k]
+
+
+class MotionPlanningController(Controller):
+    """MP of §IV-A with a planned (PG) or given grasp, 500 Hz.
+
+    Args:
+        grasp: "pg" (plan the grasp), "tg" / "cg" / "og" (that strategy of grasps.py, computed
+            at reset), a :class:`Grasp`, or a callable ``observation -> Grasp``.
+        params: values of :data:`MP_PARAMETERS` (default: its defaults).
+        kinematics: the fingers' model (one per controller).
+        level: RRC level of the task; below 4 the goal orientation is ignored (the cube may
+            turn about the vertical on the way).
+        seed: seeds the planner and PG's grasp sampling (deterministic episodes).
+        planner_config: planner thresholds (its ``max_time`` is replaced by ``planning_time``).
+    """
+
+    name = "mp"
+    rate_hz = 500.0
+
+    def __init__(self, grasp: GraspSource = "pg", params: Optional[ParameterSet] = None,
+                 kinematics: Optional[FingerKinematics] = None, level: int = 3, seed: int = 0,
+                 planner_config: Optional[PlannerConfig] = None) -> None:
+        if isinstance(grasp, str) and grasp != "pg" and grasp not in grasp_lib.STRATEGIES:
+            raise ValueError(f"unknown grasp {grasp!r}: expected pg, {', '.join(sorted(grasp_lib.STRATEGIES))},"
+                             " a Grasp or a callable")
+        if params is not None and params.names != MP_PARAMETERS.names:
+            raise ValueError(f"MP needs the parameter set {MP_PARAMETERS.names}, got {params.names}")
+        self.grasp_source = grasp
+        self.params = params if params is not None else MP_PARAMETERS
+        self.kin = kinematics if kinematics is not None else FingerKinematics()
+        self.level = check_level(level)
+        self.seed = int(seed)
+        self.planner_config = planner_config if planner_config is not None else PlannerConfig()
+        self.kp = self.params.kp * KP_PROFILE
+        self.kd = self.params.kd * KD_PROFILE
+        self.planning_attempts: List[PlanningAttempt] = []
+        self.grasp: Optional[Grasp] = None
+        self.plan: Optional[Plan] = None
+        self.planner: Optional[GraspPathPlanner] = None
+        self.regrasps = 0
+        self._rng = np.random.default_rng(self.seed)
+        self._episode = 0
+
+    # ----------------------------------------------------------------------------- episode
+    def reset(self, observation: Observation) -> None:
+        """Select the grasp, plan the path and build the approach (the simulated time does not
+        advance while this runs)."""
+        self.planning_attempts = []
+        self.regrasps = 0
+        self._rng = np.random.default_rng([self.seed, self._episode])
+        self._episode += 1
+        self._start(observation)
+
+    def _start(self, observation: Observation) -> None:
+        """Plan from the observed cube pose and approach the grasp (reset and re-grasps)."""
+        self.grasp, self.plan, self.planner = self._select_grasp_and_plan(observation)
+        if self.planner is not None:
+            # the corrections may command the cube a little into the floor (pressing it down)
+            # and stretch a finger a little beyond its reach (the squeeze keeps the contact)
+            self._corrector = GraspPathPlanner(self.kin, self.planner.offsets, dataclasses.replace(
+                self.planner.config, floor_tolerance=CORRECTION_FLOOR_DEPTH,
+                ik_tolerance=CORRECTION_IK_TOLERANCE))
+        now = observation.robot.time
+        q = np.asarray(observation.robot.position, dtype=float)
+        self._drop_since: Optional[float] = None
+        self._weight_ramp = (now + self.params.approach_time, now + self.params.approach_time
+                             + self.params.close_time)
+        if self.plan is None:  # nothing reachable: hold the fingers where they are
+            self.trajectory = JointTrajectory(np.array([now]), q[None])
+            self.phase = Phase.CORRECT
+            self._holding = False
+            return
+        self._holding = True
+        start = self.plan.pose(0)
+        beside = cube.to_world(start, self.grasp.tip_offsets(-APPROACH_CLEARANCE))
+        safe_height = float(np.max(cube.corners(start)[:, 2])) + APPROACH_HEIGHT
+        tips = self.kin.tip_positions(q)
+        raised = tips.copy()                                  # straight up, clear of the cube
+        raised[:, 2] = np.maximum(raised[:, 2], safe_height)
+        above = beside.copy()                                 # over the pre-grasp positions
+        above[:, 2] = np.maximum(above[:, 2], safe_height)
+        q_raised = self.kin.inverse_kinematics(raised, q)
+        q_above = self.kin.inverse_kinematics(above, q_raised)
+        q_beside = self.kin.inverse_kinematics(beside, q_above)
+        t_approach = now + np.cumsum(APPROACH_SPLIT) * self.params.approach_time
+        t_close = now + self.params.approach_time + self.params.close_time
+        times = [now, *t_approach, t_close, t_close + SETTLE_TIME]
+        waypoints = [q, q_raised, q_above, q_beside, self.plan.joint_positions[0],
+                     self.plan.joint_positions[0]]
+        # the planned waypoints follow at path_speed
+        steps = (np.linalg.norm(np.diff(self.plan.positions, axis=0), axis=1)
+                 + self.planner_config.rotation_weight
+                 * cube.angle_between(self.plan.orientations[:-1], self.plan.orientations[1:]))
+        follow_times = times[-1] + np.cumsum(steps / self.params.path_speed)
+        self.trajectory = JointTrajectory(np.concatenate([times, follow_times]),
+                                          np.concatenate([waypoints, self.plan.joint_positions[1:]]))
+        self._follow_start = times[-1]
+        self._target_position = self.plan.positions[-1].copy()
+        self._target_orientation = self.plan.orientations[-1].copy()
+        # the orientation the corrections hold: the goal's at level 4, else the plan's last
+        self._final_orientation = (cube.normalize(observation.goal.orientation) if self.level == 4
+                                   else self._target_orientation.copy())
+        self._target_joints = self.planner.configuration(self._target_position, self._target_orientation,
+                                                         self.plan.joint_positions[-1])
+        if self._target_joints is None:  # (the plan's last pose is valid: a different IK branch)
+            self._target_joints = self.plan.joint_positions[-1]
+        self.phase = Phase.APPROACH
+
+    # ----------------------------------------------------------------------------- planning
+    def _goal_poses(self, observation: Observation) -> List[CubePose]:
+        """The goal region the planner may end in, in order of preference; the goal is raised
+        to ``lift_height`` above the floor if it is lower (no dragging on the floor). Levels 1-3 ignore
+        the orientation: the goal position with the cube's current orientation turned about
+        the vertical by up to ``GOAL_YAWS`` (the turn lets the fingers reach goals near the
+        arena's edge). Level 4: the goal orientation, then orientations between it and the
+        current one ("the planner may have only found a point near the goal for which the grasp
+        is valid", §VII)."""
+        position = np.asarray(observation.goal.position, float).copy()
+        position[2] = max(position[2], CUBE_WIDTH / 2 + self.params.lift_height)
+        current = cube.normalize(observation.cube.orientation)
+        if self.level == 4:
+            goal = cube.normalize(observation.goal.orientation)
+            rotvec = cube.relative_rotation_vector(current, goal)
+            return [CubePose(position, cube.normalize(cube.multiply(cube.from_rotation_vector(f * rotvec), current)))
+                    for f in GOAL_FRACTIONS]
+        return [CubePose(position, cube.normalize(cube.multiply(cube.from_yaw(np.deg2rad(a)), current)))
+                for a in GOAL_YAWS]
+
+    def _candidates(self, observation: Observation) -> Iterator[Grasp]:
+        """The grasps to plan with, lazily. PG: the heuristic grasps reachable at the start and
+        the goal first, then the other heuristic grasps reachable at the start (the planner may
+        turn the cube at the goal), then sampled force-closure grasps."""
+        pose, goal = observation.cube, observation.goal
+        source = self.grasp_source
+        if isinstance(source, Grasp):
+            yield source
+        elif callable(source):
+            yield source(observation)
+        elif source != "pg":
+            try:
+                yield grasp_lib.make_grasp(source, pose, goal, self.kin, level=self.level)
+            except grasp_lib.GraspError:
+                return
+        else:
+            seen: List[np.ndarray] = []
+            for grasp in itertools.chain(
+                    grasp_lib.heuristic_candidates(pose, goal, self.kin, level=self.level),
+                    grasp_lib.heuristic_candidates(pose, None, self.kin, level=self.level)):
+                if not any(np.array_equal(grasp.contact_points, s) for s in seen):
+                    seen.append(grasp.contact_points)
+                    yield grasp
+            yield from grasp_lib.sample_force_closure_grasps(
+                self._rng, N_SAMPLED_GRASPS, cube_pose=pose, kinematics=self.kin, level=self.level)
+
+    def _select_grasp_and_plan(self, observation: Observation):
+        """(grasp, plan, planner) of the first candidate with a path to the goal region.
+
+        If no candidate has one, the first ``RELAXED_ATTEMPTS`` candidates are planned again
+        without the collision checks (a given TG/CG/OG grasp is then still executed, as in the
+        paper's mix and match); failing that, the first candidate that can hold the cube where
+        it is gets a one-pose plan (the appended segments then move it); (None, None, None) if
+        no grasp is reachable at all.
+
+        The planner checks the grasp with the fingertips touching the faces (the real contact
+        geometry); the plan's joint positions are then re-solved for the commanded targets
+        ``squeeze`` inside the faces (benchmark-rrc "tightens" its planned grasp likewise)."""
+        start = CubePose(np.asarray(observation.cube.position, float),
+                         cube.normalize(observation.cube.orientation))
+        goals = self._goal_poses(observation)
+        q = np.asarray(observation.robot.position, dtype=float)
+        tried: List[Grasp] = []
+        fallback = None
+        relaxed = dataclasses.replace(self.planner_config, check_collisions=False)
+        passes = itertools.chain(((g, self.planner_config) for g in self._candidates(observation)),
+                                 ((g, relaxed) for g in itertools.islice(tried, RELAXED_ATTEMPTS)))
+        for grasp, base in passes:
+            if base is self.planner_config:
+                tried.append(grasp)
+            config = dataclasses.replace(base, max_time=self.params.planning_time,
+                                         seed=int(self._rng.integers(2 ** 31)))
+            planner = GraspPathPlanner(self.kin, grasp.tip_offsets(0.0), config)
+            t0 = time.perf_counter()
+            plan = planner.plan(start, goals, q)
+            self.planning_attempts.append(PlanningAttempt(
+                grasp.name, time.perf_counter() - t0, plan is not None,
+                0 if plan is None else plan.iterations, relaxed=not base.check_collisions))
+            if plan is not None:
+                return grasp, self._squeezed(plan, grasp), planner
+            if fallback is None:
+                q_start = planner.configuration(start.position, start.orientation, q)
+                if q_start is not None:
+                    one = Plan(start.position[None], start.orientation[None], q_start[None],
+                               planner.tip_targets(start.position, start.orientation)[None])
+                    fallback = (grasp, self._squeezed(one, grasp), planner)
+        return fallback if fallback is not None else (None, None, None)
+
+    def _command(self, grasp: Grasp, position: np.ndarray, orientation: np.ndarray,
+                 q_seed: np.ndarray) -> np.ndarray:
+        """Joint positions commanding the fingertips ``squeeze`` inside the faces at a cube pose."""
+        targets = cube.rotate(orientation, grasp.tip_offsets(self.params.squeeze)) + position
+        return self.kin.inverse_kinematics(targets, q_seed, iterations=60)
+
+    def _squeezed(self, plan: Plan, grasp: Grasp) -> Plan:
+        """``plan`` with joint positions for the squeezed fingertip targets."""
+        joints = np.array([self._command(grasp, p, o, q) for p, o, q in
+                           zip(plan.positions, plan.orientations, plan.joint_positions)])
+        return dataclasses.replace(plan, joint_positions=joints)
+
+    # ----------------------------------------------------------------------------- control
+    def _torque(self, observation: Observation) -> np.ndarray:
+        t = observation.robot.time
+        q = np.asarray(observation.robot.position, dtype=float)
+        self._update_phase(observation)
+        q_ref = self.trajectory(t)
+        torque = self.kp * (q_ref - q) - self.kd * np.asarray(observation.robot.velocity) + self.kin.gravity(q)
+        if self._holding:
+            ramp = np.clip((t - self._weight_ramp[0]) / max(self._weight_ramp[1] - self._weight_ramp[0], 1e-9), 0, 1)
+            force = np.array([0.0, 0.0, ramp * self.params.cube_weight * CUBE_MASS * GRAVITY / N_FINGERS])
+            jac = self.kin.tip_jacobians(q)
+            torque = torque + np.einsum("fji,j->fi", jac, force).reshape(-1)
+        return torque
+
+    def _update_phase(self, observation: Observation) -> None:
+        t = observation.robot.time
+        if self.phase == Phase.APPROACH and t >= self._follow_start:
+            self.phase = Phase.FOLLOW
+        if self.phase in (Phase.FOLLOW, Phase.CORRECT) and self._holding and self._dropped(observation):
+            self._release(observation)
+            return
+        if self.phase == Phase.RELEASE:
+            if t >= self.trajectory.end_time:
+                self.regrasps += 1
+                self._start(observation)
+            return
+        if self.phase == Phase.FOLLOW and t >= self.trajectory.end_time:
+            self.phase = Phase.CORRECT
+            self._segment_end = t
+        if self.phase == Phase.CORRECT and self._holding and t >= self.trajectory.end_time \
+                and observation.cube.stamp >= self._segment_end:
+            self._append_segment(observation)
+
+    def _append_segment(self, observation: Observation) -> None:
+        """§IV-A: waypoints on the straight line from the commanded cube position towards the
+        goal, by ``correction_gain`` times the observed error (and the commanded orientation
+        turned by the same fraction of the observed orientation error, which keeps the cube from
+        tilting in the grasp); only the valid (grasp kept) prefix of the line is appended."""
+        t = observation.robot.time
+        gain = self.params.correction_gain
+        error = np.asarray(observation.goal.position, float) - np.asarray(observation.cube.position, float)
+        target = self._target_position + gain * error
+        target[2] = max(target[2], CUBE_WIDTH / 2 - 0.005)   # may press a floor goal down
+        turn = gain * cube.relative_rotation_vector(observation.cube.orientation, self._final_orientation)
+        orientation = cube.normalize(cube.multiply(cube.from_rotation_vector(turn), self._target_orientation))
+        samples = self._corrector.edge(self._target_position, self._target_orientation,
+                                       self._target_joints, target, orientation)
+        duration = self.params.correction_duration
+        if samples:
+            qs = [self._command(self.grasp, p, o, q) for p, o, q in samples]
+            times = t + duration * np.arange(1, len(qs) + 1) / len(qs)
+            self.trajectory = JointTrajectory(np.concatenate([[t], times]),
+                                              np.concatenate([[self.trajectory(t)], qs]))
+            self._target_position, self._target_orientation, self._target_joints = samples[-1]
+        else:
+            self.trajectory = JointTrajectory(np.array([t, t + duration]),
+                                              np.array([self.trajectory(t)] * 2))
+        self._segment_end = self.trajectory.end_time
+
+    # ----------------------------------------------------------------------------- drops
+    def _dropped(self, observation: Observation) -> bool:
+        """True once the observed cube has been ``DROP_DISTANCE`` away from where the fingertips
+        hold it (centroid of the grasp's tips) for ``DROP_TIME``."""
+        if self.regrasps >= MAX_REGRASPS:
+            return False
+        tips = self.kin.tip_positions(np.asarray(observation.robot.position, float))
+        held = cube.to_world(observation.cube, self.grasp.tip_offsets(self.params.squeeze)).mean(axis=0)
+        if np.linalg.norm(tips.mean(axis=0) - held) <= DROP_DISTANCE:
+            self._drop_since = None
+            return False
+        if self._drop_since is None:
+            self._drop_since = observation.robot.time
+        return observation.robot.time - self._drop_since >= DROP_TIME
+
+    def _release(self, observation: Observation) -> None:
+        """Open the hand: tips away from the cube and up, then re-plan (in _update_phase)."""
+        t = observation.robot.time
+        q = np.asarray(observation.robot.position, float)
+        tips = self.kin.tip_positions(q)
+        centre = np.asarray(observation.cube.position, float)
+        outward = tips - centre
+        outward[:, 2] = 0.0
+        outward /= np.maximum(np.linalg.norm(outward, axis=1, keepdims=True), 1e-9)
+        opened = tips + 0.03 * outward
+        opened[:, 2] = np.maximum(opened[:, 2], 0.02) + 0.04
+        q_open = self.kin.inverse_kinematics(opened, q)
+        self.trajectory = JointTrajectory(np.array([t, t + 0.5, t + 0.8]), np.array([q, q_open, q_open]))
+        self.phase = Phase.RELEASE
+        self._holding = False

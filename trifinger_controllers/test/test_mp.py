@@ -1,0 +1,127 @@
+"""The grasp and motion planning controller MP (paper 004 §IV-A), controllers/mp.py."""
+import numpy as np
+import pytest
+
+from trifinger_controllers import evaluation, grasps, task
+from trifinger_controllers.controllers.mp import (
+    MP_PARAMETERS,
+    JointTrajectory,
+    MotionPlanningController,
+    Phase,
+)
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.params import ParameterSet
+from trifinger_controllers.platform import SimulatedPlatform
+from trifinger_controllers.types import TORQUE_LIMIT
+
+SEED = 0
+# trial 7 of seed 0 at level 3: a goal 9 cm up and 10 cm from the start
+TRIAL = 7
+
+
+@pytest.fixture(scope="module")
+def kin():
+    return FingerKinematics()
+
+
+@pytest.fixture(scope="module")
+def episode():
+    goal, initial, _ = evaluation.episode_specs(3, TRIAL + 1, SEED)[TRIAL]
+    return goal, initial
+
+
+def test_mp_pg_plans_grasps_and_lifts(kin, episode):
+    goal, initial = episode
+    platform = SimulatedPlatform()
+    obs = platform.reset(initial, goal)
+    controller = MotionPlanningController("pg", kinematics=kin, level=3, seed=SEED)
+    controller.reset(obs)
+    # PG: a plan was found; every attempt's planning time is recorded
+    assert controller.plan is not None and controller.grasp is not None
+    assert controller.planning_attempts and controller.planning_attempts[-1].success
+    assert all(a.time > 0 for a in controller.planning_attempts)
+    detector = evaluation.DropDetector(kin)
+    period = evaluation.control_period(controller)
+    assert period == 2                                   # 500 Hz
+    torque = np.zeros(9)
+    heights = []
+    for step in range(5000):                             # 5 s simulated
+        if step % period == 0:
+            torque = controller.compute(obs)
+            assert np.all(np.abs(torque) <= TORQUE_LIMIT)
+        obs = platform.step(torque)
+        truth = platform.true_cube_pose()
+        heights.append(truth.position[2])
+        assert not detector.update(truth, obs.robot.position)
+    platform.close()
+    assert controller.phase in (Phase.FOLLOW, Phase.CORRECT) and controller.regrasps == 0
+    assert max(heights) > task.RESTING_HEIGHT + 0.04     # lifted
+    assert evaluation.holding_fingers(kin, truth, obs.robot.position) == 3
+    assert task.position_error(goal, truth) < 0.01       # near the goal after 5 s
+
+
+def test_mp_with_a_given_grasp(kin, episode):
+    goal, initial = episode
+    platform = SimulatedPlatform()
+    obs = platform.reset(initial, goal)
+    platform.close()
+    for name in ("tg", "cg", "og"):
+        controller = MotionPlanningController(name, kinematics=kin, level=3, seed=SEED)
+        controller.reset(obs)
+        # a plan with that grasp (relaxed: without the collision checks if need be)
+        assert controller.grasp is not None and controller.grasp.name == name
+        assert controller.plan is not None and controller.planning_attempts[-1].success
+        assert {a.grasp for a in controller.planning_attempts} == {name}
+        assert len(controller.planning_attempts) <= 2
+    fixed = grasps.triangle_grasp(obs.cube)
+    controller = MotionPlanningController(fixed, kinematics=kin, level=3)
+    controller.reset(obs)
+    assert controller.grasp is fixed and controller.plan is not None
+
+
+def test_bad_input(kin):
+    with pytest.raises(ValueError, match="unknown grasp"):
+        MotionPlanningController("xx", kinematics=kin)
+    with pytest.raises(ValueError, match="level"):
+        MotionPlanningController("pg", kinematics=kin, level=7)
+    with pytest.raises(ValueError):
+        MotionPlanningController("pg", params=ParameterSet("other", []), kinematics=kin)
+    with pytest.raises(ValueError, match="outside"):
+        MP_PARAMETERS.replace(path_speed=5.0)
+
+
+def test_joint_trajectory():
+    waypoints = np.stack([np.zeros(9), np.ones(9), 3 * np.ones(9)])
+    trajectory = JointTrajectory(np.array([1.0, 2.0, 3.0]), waypoints)
+    assert np.allclose(trajectory(0.0), 0.0) and np.allclose(trajectory(1.5), 0.5)
+    assert np.allclose(trajectory(2.5), 2.0) and np.allclose(trajectory(9.0), 3.0)
+    assert trajectory.end_time == 3.0
+    with pytest.raises(ValueError):
+        JointTrajectory(np.array([2.0, 1.0]), waypoints[:2])
+
+
+def test_mp_regrasps_after_a_drop(kin, episode):
+    """Knock the cube out of the hand: MP opens it, re-plans from the observed pose and grasps
+    again (the paper's "another round of planning", §VII)."""
+    import pybullet
+
+    goal, initial = episode
+    platform = SimulatedPlatform()
+    obs = platform.reset(initial, goal)
+    controller = MotionPlanningController("pg", kinematics=kin, level=3, seed=SEED)
+    controller.reset(obs)
+    torque = np.zeros(9)
+    for step in range(8500):
+        if step == 3000:   # carried by now; put the cube back on the floor elsewhere
+            pybullet.resetBasePositionAndOrientation(
+                platform.simulation.cube._object_id, [0.05, -0.05, task.RESTING_HEIGHT], [0, 0, 0, 1],
+                physicsClientId=platform.client_id)
+        if step % 2 == 0:
+            torque = controller.compute(obs)
+        obs = platform.step(torque)
+    truth = platform.true_cube_pose()
+    platform.close()
+    assert controller.regrasps == 1 and len(controller.planning_attempts) >= 2
+    assert controller.phase in (Phase.FOLLOW, Phase.CORRECT)
+    assert truth.position[2] > task.RESTING_HEIGHT + 0.01                       # lifted again
+    assert evaluation.holding_fingers(kin, truth, obs.robot.position) == 3

@@ -1,0 +1,307 @@
+"""The shared base of the controller nodes ``cpc_controller``, ``cic_controller`` and
+``mp_controller`` (paper 004 §IV): one structured policy from the library, run on the simulated
+clock of the joint states (relative topic names; the launch files use ``/trifinger``).
+
+Subscribes ``joint_states`` (sensor_msgs/JointState), ``object_pose`` and ``goal_pose``
+(geometry_msgs/PoseStamped); publishes ``torque_command`` (sensor_msgs/JointState, effort of the
+9 joints by name, stamped with the joint state it answers) and ``/diagnostics`` (1 Hz: compute
+time per call, counters).
+
+Rate: the controller computes at its ``rate_hz`` on simulated time, i.e. on the first joint state
+of every period of 1000/rate_hz steps (CPC 5, CIC 10, MP 2 steps); the torque is held between
+calls, by the simulator. Free running, a command is published per computation. In lock step
+(joint states tagged by a lock-stepped ``trifinger_sim``, see ros_conversions) every joint state
+is answered, with a new command on the period's steps and the held one otherwise, and the answer
+waits (at most ``~lock_step_wait`` wall s) for the object pose and goal the simulator announced,
+so that the run is deterministic.
+
+Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG, MP-PG),
+``~level`` (the RRC level the simulator runs, 1-4, default 3: grasp choice and goal terms),
+``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~residual`` (optional
+residual policy file of residual.py, applied on top of the controller), ``~lock_step_wait`` (2 s).
+A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
+A joint state or pose that fails validation is dropped with a throttled error. If the controller
+raises, the node commands zero torque for that period and logs the error (throttled).
+"""
+from __future__ import annotations
+
+import collections
+import gc
+import os
+import threading
+import time
+import warnings
+from typing import Optional
+
+import numpy as np
+import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+
+from trifinger_controllers import ros_conversions as rc
+from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers import default_grasp, default_parameters, make_controller
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation, RobotState
+
+LOCK_STEP_WAIT = 2.0            # wall s an answer waits for an announced pose / the goal
+STATS_WINDOW = 20000            # compute times kept for the statistics
+
+
+class ConfigurationError(ValueError):
+    """A parameter of the node is unusable (one line)."""
+
+
+def build_controller(name: str, grasp: str, level: int, params_path: str,
+                     residual_path: str) -> Controller:
+    """The controller ``name`` with ``grasp`` for RRC ``level``, the hyperparameters of
+    ``params_path`` (empty: the defaults) and, with ``residual_path``, a residual policy on top;
+    ConfigurationError (one line) for anything unusable."""
+    for label, path in (("~params", params_path), ("~residual", residual_path)):
+        if path and not os.path.isfile(path):
+            raise ConfigurationError(f"{label} file not found: {path}")
+    try:
+        params = default_parameters(name).load_yaml(params_path) if params_path else None
+        controller = make_controller(name, grasp, params, FingerKinematics(), level=level)
+        if residual_path:
+            from trifinger_controllers.residual import load_policy
+            controller = load_policy(residual_path, controller)
+    except ImportError as exc:
+        raise ConfigurationError(f"~residual needs trifinger_controllers.residual: {exc}") from None
+    except (ValueError, KeyError, OSError) as exc:
+        raise ConfigurationError(str(exc)) from None
+    if not isinstance(controller, Controller) or not controller.rate_hz > 0:
+        raise ConfigurationError(f"make_controller({name!r}) did not return a Controller")
+    return controller
+
+
+def _number(name: str, default, kind: type):
+    value = rospy.get_param(f"~{name}", default)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"~{name} must be a number ({kind.__name__}), "
+                                 f"got {value!r}") from None
+
+
+class ComputeStats:
+    """Compute times of the controller (wall clock) and counters, for /diagnostics."""
+
+    def __init__(self) -> None:
+        self.times = collections.deque(maxlen=STATS_WINDOW)
+        self.calls = 0
+        self.errors = 0
+        self.reset_seconds: Optional[float] = None
+        self.first_step: Optional[int] = None
+        self.last_step: Optional[int] = None
+        self.dropped = collections.Counter()
+
+    def add(self, seconds: float, step: int) -> None:
+        self.times.append(seconds)
+        self.calls += 1
+        if self.first_step is None:
+            self.first_step = step
+        self.last_step = step
+
+    def values(self) -> dict:
+        times = np.asarray(self.times) * 1e6
+        span = (self.last_step - self.first_step) if self.calls > 1 else 0
+        values = {
+            "calls": self.calls, "errors": self.errors,
+            "compute_mean_us": f"{times.mean():.1f}" if times.size else "-",
+            "compute_median_us": f"{np.median(times):.1f}" if times.size else "-",
+            "compute_p99_us": f"{np.percentile(times, 99):.1f}" if times.size else "-",
+            "compute_max_us": f"{times.max():.1f}" if times.size else "-",
+            "reset_ms": (f"{1e3 * self.reset_seconds:.1f}" if self.reset_seconds is not None
+                         else "-"),
+            # calls per simulated second (the rate on the simulated clock)
+            "rate_sim_hz": f"{(self.calls - 1) * PHYSICS_RATE / span:.1f}" if span else "-",
+        }
+        values.update({f"dropped_{k}": v for k, v in sorted(self.dropped.items())})
+        return values
+
+
+class ControllerNode:
+    """One structured policy on the simulator's topics; :meth:`spin` publishes diagnostics."""
+
+    def __init__(self, name: str) -> None:
+        self.node = rospy.get_name()
+        self.name = name
+        try:
+            self.grasp = str(rospy.get_param("~grasp", "")) or default_grasp(name)
+        except ValueError as exc:        # unknown controller name
+            raise ConfigurationError(str(exc)) from None
+        self.level = _number("level", 3, int)
+        self.wait = _number("lock_step_wait", LOCK_STEP_WAIT, float)
+        if self.wait <= 0:
+            raise ConfigurationError(f"~lock_step_wait must be > 0, got {self.wait}")
+        self.controller = build_controller(name, self.grasp, self.level,
+                                           str(rospy.get_param("~params", "")),
+                                           str(rospy.get_param("~residual", "")))
+        self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))
+        self.stats = ComputeStats()
+        self._log_error = rc.ThrottledLog(rospy.logerr)
+        self._cond = threading.Condition()
+        self._goal: Optional[CubePose] = None
+        self._cube: Optional[CubePose] = None
+        self._cube_ns = rc.NO_POSE
+        self._needs_reset = True
+        self._last_step: Optional[int] = None          # newest joint state answered
+        self._last_compute: Optional[int] = None       # step of the newest computation
+        self._held = np.zeros(N_JOINTS)
+        with warnings.catch_warnings():
+            # queue_size=None publishes synchronously from the callback (no queue thread on the
+            # 1 kHz lock-step path); rospy warns about it, here it is deliberate
+            warnings.simplefilter("ignore")
+            self._commands = rospy.Publisher(rc.TORQUE_COMMAND, JointState, queue_size=None,
+                                             tcp_nodelay=True)
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=1)
+        rospy.Subscriber(rc.GOAL_POSE, PoseStamped, self._on_goal, queue_size=1)
+        rospy.Subscriber(rc.OBJECT_POSE, PoseStamped, self._on_pose, queue_size=1,
+                         tcp_nodelay=True)
+        # queue_size=1: free running, a slow controller skips to the newest state; in lock step
+        # there is only one unanswered state at a time
+        rospy.Subscriber(rc.JOINT_STATES, JointState, self._on_state, queue_size=1,
+                         tcp_nodelay=True)
+        rospy.loginfo("%s: %s (%s) with grasp %s at %.0f Hz (every %d simulated ms)", self.node,
+                      self.name.upper(), type(self.controller).__name__, self.grasp,
+                      self.controller.rate_hz, self.period)
+
+    # ------------------------------------------------------------------------------ inputs
+    def _drop(self, topic: str, exc: Exception) -> None:
+        with self._cond:
+            self.stats.dropped[topic] += 1
+        self._log_error(f"{topic}: {rc.problem_kind(exc)}",
+                        f"{self.node}: {topic} dropped: {exc}")
+
+    def _on_goal(self, msg: PoseStamped) -> None:
+        try:
+            goal = rc.cube_pose_from_msg(msg)
+        except rc.MessageError as exc:
+            self._drop(rc.GOAL_POSE, exc)
+            return
+        with self._cond:
+            old = self._goal
+            if old is None or not (np.array_equal(old.position, goal.position)
+                                   and np.array_equal(old.orientation, goal.orientation)):
+                self._goal = goal
+                self._needs_reset = True          # a new goal: a new episode
+            self._cond.notify_all()
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        try:
+            pose = rc.cube_pose_from_msg(msg)
+        except rc.MessageError as exc:
+            self._drop(rc.OBJECT_POSE, exc)
+            return
+        with self._cond:
+            self._cube, self._cube_ns = pose, msg.header.stamp.to_nsec()
+            self._cond.notify_all()
+
+    def _on_state(self, msg: JointState) -> None:
+        try:
+            state = rc.robot_state_from_msg(msg)
+            announced = rc.parse_lock_step_tag(msg.header.frame_id)
+        except rc.MessageError as exc:
+            self._drop(rc.JOINT_STATES, exc)
+            return
+        lock_step = announced is not None
+        with self._cond:
+            if lock_step:
+                ready = self._cond.wait_for(
+                    lambda: self._goal is not None and self._cube is not None
+                    and self._cube_ns >= announced, timeout=self.wait)
+                if not ready:
+                    self._log_error("lock_step", f"{self.node}: lock step: no goal or object "
+                                                 f"pose stamped {announced} ns after {self.wait} s;"
+                                                 f" answering with the held torque")
+            goal, cube = self._goal, self._cube
+        computed = self._answer(state, goal, cube)
+        if computed or lock_step:   # lock step: answer every state, or the simulator stalls
+            self._commands.publish(rc.torque_command_msg(self._held, msg.header.stamp))
+
+    # ------------------------------------------------------------------------------ control
+    def _answer(self, state: RobotState, goal: Optional[CubePose],
+                cube: Optional[CubePose]) -> bool:
+        """Update the held torque for ``state``: a new computation on the first state of each
+        period (True), else (a repeated or in-between state, or no goal/pose yet) False."""
+        if goal is None or cube is None:
+            return False
+        step = state.step
+        if self._last_step is not None and step < self._last_step:   # the simulation restarted
+            self._last_compute = None
+            with self._cond:
+                self._needs_reset = True
+        self._last_step = step
+        last = self._last_compute
+        if last is not None and step // self.period <= last // self.period:
+            return False
+        observation = Observation(robot=state, cube=cube, goal=goal)
+        with self._cond:
+            needs_reset = self._needs_reset
+        try:
+            if needs_reset:
+                start = time.perf_counter()
+                self.controller.reset(observation)
+                with self._cond:
+                    self.stats.reset_seconds = time.perf_counter() - start
+                    # a goal that arrived meanwhile asks for another reset
+                    self._needs_reset = self._goal is not goal
+            start = time.perf_counter()
+            torque = self.controller.compute(observation)
+            elapsed = time.perf_counter() - start
+            with self._cond:
+                self.stats.add(elapsed, step)
+        except Exception as exc:  # noqa: BLE001 - any failure of the policy: hold a safe zero
+            with self._cond:
+                self.stats.errors += 1
+            self._log_error("compute", f"{self.node}: {self.name} failed at step {step} "
+                                       f"({type(exc).__name__}: {exc}); commanding zero torque")
+            torque = np.zeros(N_JOINTS)
+        self._last_compute = step
+        self._held = torque
+        return True
+
+    # ------------------------------------------------------------------------------ diagnostics
+    def diagnostics(self) -> DiagnosticArray:
+        with self._cond:
+            values = self.stats.values()
+            errors = self.stats.errors
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK if errors == 0 else DiagnosticStatus.WARN,
+            name=f"{self.node}: {self.name.upper()}-{self.grasp.upper()}",
+            hardware_id="trifinger (simulation)",
+            message=f"{values['calls']} calls, median {values['compute_median_us']} us",
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = rospy.Time.now()
+        return array
+
+    def spin(self) -> None:
+        """Publish the statistics once a wall-clock second until shutdown (the control runs in
+        the joint-state callback)."""
+        while not rospy.is_shutdown():
+            time.sleep(1.0)
+            if not rospy.is_shutdown():
+                self._diagnostics.publish(self.diagnostics())
+
+
+def main(name: str) -> None:
+    """Entry point of the controller nodes: ``name`` is cpc, cic or mp."""
+    rospy.init_node(f"{name}_controller")
+    try:
+        node = ControllerNode(name)
+    except ConfigurationError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {' '.join(str(exc).split())}")
+        raise SystemExit(1) from None
+    # Objects made at start-up live as long as the node: keep them out of the collector's scans
+    # (short pauses on the 1 kHz path).
+    gc.collect()
+    gc.freeze()
+    try:
+        node.spin()
+    except rospy.ROSInterruptException:
+        pass

@@ -1,0 +1,357 @@
+"""The ``trifinger_sim`` node: trifinger_simulation's TriFinger platform with the cube (paper 004
+§III, §VI) at 1 kHz, as ROS topics (relative names; the launch files use the namespace
+``/trifinger``).
+
+Publishes
+  ``joint_states``   sensor_msgs/JointState (position, velocity, applied torque as effort) every
+                     step, or every 1000/``~publish_rate`` steps; stamped with the simulated time
+                     (step t -> t ms)
+  ``object_pose``    geometry_msgs/PoseStamped (latched): each new camera observation once, when
+                     the simulator delivers it (10 Hz, 90 ms late by default), stamped with the
+                     time the image was taken
+  ``goal_pose``      geometry_msgs/PoseStamped (latched)
+  ``episode_result`` std_msgs/String (latched): JSON at the end of an episode (``~episode_seconds``)
+  ``/clock``         with ``~publish_clock`` (default: the value of ``/use_sim_time``)
+Subscribes
+  ``torque_command``    sensor_msgs/JointState, effort of the 9 joints by name [N m]
+  ``position_command``  sensor_msgs/JointState, position of the 9 joints by name [rad]; the node
+                        turns it into torques with trifinger_simulation's joint PD law and default
+                        gains (kp 15/15/9, kd 0.5/1.0/0.5 per finger; ``~position_kp/kd``)
+The newest valid command of either kind is held until the next one; bad messages (joint names,
+lengths, NaN) are dropped with a throttled error. Torques are clipped to +-0.397 N m.
+
+Parameters
+  ``~level``              RRC level 1-4 (3)
+  ``~seed``               goal, initial pose and platform seed: those of trial 0 of
+                          ``evaluate --seed <seed>`` (evaluation.episode_specs) (0)
+  ``~goal``               optional explicit goal, [x, y, z], [x, y, z, qx, qy, qz, qw] or
+                          {position, orientation}; outside the workspace: [FATAL], exit 1
+  ``~init_orientation_error``  deg between the initial and the goal orientation (negative: none)
+  ``~lock_step``          see below (false)
+  ``~real_time_factor``   simulated / wall time (1; 0 = as fast as possible)
+  ``~publish_rate``       joint states when free running (1000 Hz)
+  ``~episode_seconds``    0: run until shut down; else stop after that simulated time, publish
+                          ``episode_result`` (the metrics of evaluation.py: reward,
+                          cumulative_reward, position_error_cm, orientation_error_deg, drop, ...,
+                          label "simulation"), log it and exit 0
+  ``~camera_delay_steps`` (90), ``~position_kp``/``~position_kd`` (3 or 9 gains)
+A bad parameter: one [FATAL] line, exit 1. Time: every stamp is simulated time, starting at 0;
+run with ``/use_sim_time`` (the launch files do) so that ROS time is the simulator's.
+
+Lock step (``~lock_step: true``; deterministic ROS runs): after publishing the joint state of
+step t (tagged ``header.frame_id = "lock_step:<ns>"`` with the stamp of the newest object pose,
+see ros_conversions), the simulator waits until a command stamped with that joint state's stamp
+arrives, applies it for step t and steps. A controller therefore answers every joint state it
+receives, echoing ``header.stamp``; commands with older stamps are ignored. While it waits, the
+node republishes the joint state every ``~lock_step_resend`` wall seconds (0.5), so that a
+controller that connects late, or a lost message, cannot stall the run.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import rospy
+from geometry_msgs.msg import PoseStamped
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from trifinger_controllers import ros_conversions as rc
+from trifinger_controllers import evaluation, task
+from trifinger_controllers.platform import DEFAULT_CAMERA_DELAY_STEPS, SimulatedPlatform
+from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation
+
+#: trifinger_simulation's PD gains of the TriFinger Pro's position controller (per finger).
+DEFAULT_POSITION_KP = (15.0, 15.0, 9.0)
+DEFAULT_POSITION_KD = (0.5, 1.0, 0.5)
+LOCK_STEP_RESEND = 0.5          # wall s between republications of an unanswered joint state
+MAX_LAG = 0.05                  # wall s the simulation may fall behind before it gives up the time
+
+
+class ConfigurationError(ValueError):
+    """A parameter of the node is unusable (one line)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """The held command: joint torques or joint position targets, and its stamp [ns]."""
+
+    kind: str                  # "torque" | "position"
+    values: np.ndarray         # (9,)
+    stamp_ns: int
+
+
+def _gains(value: Any, name: str) -> np.ndarray:
+    gains = np.asarray(value, dtype=float).ravel()
+    if gains.size == 3:
+        gains = np.tile(gains, 3)
+    if gains.shape != (N_JOINTS,) or not np.all(np.isfinite(gains)) or np.any(gains < 0):
+        raise ConfigurationError(f"~{name} must be 3 or 9 non-negative numbers, got {value!r}")
+    return gains
+
+
+def _param(name: str, default: Any, kind: type) -> Any:
+    value = rospy.get_param(f"~{name}", default)
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(value)
+                return value.lower() in ("true", "1")
+            return bool(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"~{name} must be {kind.__name__}, got {value!r}") from None
+
+
+class SimNode:
+    """Parameters, publishers and subscribers of ``trifinger_sim``; :meth:`spin` runs it."""
+
+    def __init__(self) -> None:
+        self.name = rospy.get_name()
+        self.level = _param("level", 3, int)
+        self.seed = _param("seed", 0, int)
+        try:
+            task.check_level(self.level)
+        except ValueError as exc:
+            raise ConfigurationError(f"~level: {exc}") from None
+        error = _param("init_orientation_error", -1.0, float)
+        error = None if error < 0 else error          # negative: no imposed orientation error
+        goal_param = rospy.get_param("~goal", None)
+        try:
+            goal = None if goal_param in (None, "", []) else rc.goal_from_param(goal_param)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        try:
+            # trial 0 of `evaluate --seed S`: the same goal, initial pose and platform seed
+            self.goal, self.initial, platform_seed = evaluation.episode_specs(
+                self.level, 1, self.seed, error, goal)[0]
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self.lock_step = _param("lock_step", False, bool)
+        self.real_time_factor = _param("real_time_factor", 1.0, float)
+        publish_rate = _param("publish_rate", PHYSICS_RATE, float)
+        self.episode_seconds = _param("episode_seconds", 0.0, float)
+        self.resend = _param("lock_step_resend", LOCK_STEP_RESEND, float)
+        delay = _param("camera_delay_steps", DEFAULT_CAMERA_DELAY_STEPS, int)
+        self.kp = _gains(rospy.get_param("~position_kp", DEFAULT_POSITION_KP), "position_kp")
+        self.kd = _gains(rospy.get_param("~position_kd", DEFAULT_POSITION_KD), "position_kd")
+        if self.real_time_factor < 0:
+            raise ConfigurationError(f"~real_time_factor must be >= 0, got {self.real_time_factor}")
+        if not 0 < publish_rate <= PHYSICS_RATE:
+            raise ConfigurationError(f"~publish_rate must be in (0, {PHYSICS_RATE:.0f}] Hz, "
+                                     f"got {publish_rate}")
+        if self.episode_seconds < 0 or self.resend <= 0:
+            raise ConfigurationError("~episode_seconds must be >= 0 and ~lock_step_resend > 0")
+        if delay < 0:
+            raise ConfigurationError(f"~camera_delay_steps must be >= 0, got {delay}")
+        self.publish_every = (1 if self.lock_step
+                              else max(1, int(round(PHYSICS_RATE / publish_rate))))
+        self.publish_clock = _param("publish_clock", rospy.get_param("/use_sim_time", False), bool)
+        self.platform = SimulatedPlatform(seed=platform_seed, camera_delay_steps=delay)
+
+        self._log_error = rc.ThrottledLog(rospy.logerr)
+        self._log_wait = rc.ThrottledLog(rospy.logwarn, period=5.0)
+        self._cond = threading.Condition()
+        self._command: Optional[Command] = None
+        self.dropped = {"torque_command": 0, "position_command": 0}
+        self._pose_stamp: Optional[float] = None      # capture time of the newest published pose
+        with warnings.catch_warnings():
+            # queue_size=None: published synchronously from the stepping loop, no hand-over to
+            # queue threads at 1 kHz (rospy warns about it; here it is deliberate)
+            warnings.simplefilter("ignore")
+            self._states = rospy.Publisher(rc.JOINT_STATES, JointState, queue_size=None,
+                                           tcp_nodelay=True)
+            self._poses = rospy.Publisher(rc.OBJECT_POSE, PoseStamped, queue_size=None,
+                                          tcp_nodelay=True, latch=True)
+            self._clock = (rospy.Publisher("/clock", Clock, queue_size=None)
+                           if self.publish_clock else None)
+        self._goal_pub = rospy.Publisher(rc.GOAL_POSE, PoseStamped, queue_size=1, latch=True)
+        self._result = rospy.Publisher(rc.EPISODE_RESULT, String, queue_size=1, latch=True)
+        rospy.Subscriber(rc.TORQUE_COMMAND, JointState, self._on_torque, queue_size=10,
+                         tcp_nodelay=True)
+        rospy.Subscriber(rc.POSITION_COMMAND, JointState, self._on_position, queue_size=10,
+                         tcp_nodelay=True)
+        rospy.loginfo("%s: simulation (trifinger_simulation, PyBullet) level %d seed %d, goal %s, "
+                      "cube at %s, %s, joint_states every %d ms, real-time factor %g%s",
+                      self.name, self.level, self.seed, np.round(self.goal.position, 4).tolist(),
+                      np.round(self.initial.position, 4).tolist(),
+                      "lock step" if self.lock_step else "free running", self.publish_every,
+                      self.real_time_factor,
+                      f", episode {self.episode_seconds:g} s" if self.episode_seconds else "")
+
+    # ------------------------------------------------------------------------------ commands
+    def _on_torque(self, msg: JointState) -> None:
+        self._accept("torque_command", "torque", rc.torque_from_msg, msg)
+
+    def _on_position(self, msg: JointState) -> None:
+        self._accept("position_command", "position", rc.position_from_msg, msg)
+
+    def _accept(self, topic: str, kind: str, parse, msg: JointState) -> None:
+        try:
+            values = parse(msg)
+        except rc.MessageError as exc:
+            with self._cond:
+                self.dropped[topic] += 1
+            self._log_error(f"{topic}: {rc.problem_kind(exc)}",
+                            f"{self.name}: {topic} dropped, holding the last valid command: {exc}")
+            return
+        stamp_ns = msg.header.stamp.to_nsec()
+        with self._cond:
+            held = self._command
+            if self.lock_step and held is not None and stamp_ns < held.stamp_ns:
+                return              # an answer to a step already done (e.g. a resent state)
+            self._command = Command(kind, values, stamp_ns)
+            self._cond.notify_all()
+
+    def torque(self, obs: Observation) -> np.ndarray:
+        """The torque of the held command for the state ``obs`` (zero before any command)."""
+        with self._cond:
+            command = self._command
+        if command is None:
+            return np.zeros(N_JOINTS)
+        if command.kind == "torque":
+            return command.values
+        robot = obs.robot
+        return self.kp * (command.values - robot.position) - self.kd * robot.velocity
+
+    def _wait_for_answer(self, state_msg: JointState) -> bool:
+        """Lock step: block until a command stamped like ``state_msg`` arrives; republish the
+        state every ``resend`` s meanwhile. False on shutdown."""
+        stamp_ns = state_msg.header.stamp.to_nsec()
+        while not rospy.is_shutdown():
+            with self._cond:
+                answered = self._cond.wait_for(
+                    lambda: self._command is not None and self._command.stamp_ns >= stamp_ns,
+                    timeout=self.resend)
+            if answered:
+                return True
+            with self._cond:
+                started = self._command is not None
+            if started:
+                self._log_wait("wait", f"{self.name}: lock step: waiting for a command stamped "
+                                       f"{state_msg.header.stamp.to_sec():.3f} s (a controller "
+                                       f"answers each joint state, echoing its stamp)")
+            else:
+                self._log_wait("start", f"{self.name}: lock step: waiting for a controller",
+                               rospy.loginfo)
+            self._states.publish(state_msg)
+        return False
+
+    # ------------------------------------------------------------------------------ running
+    def _publish(self, obs: Observation) -> Optional[JointState]:
+        """Publish what is due at this step: a new camera pose, then the joint state."""
+        if self._pose_stamp is None or obs.cube.stamp != self._pose_stamp:
+            self._pose_stamp = obs.cube.stamp
+            self._poses.publish(rc.pose_msg(obs.cube))
+        if obs.robot.step % self.publish_every:
+            return None
+        tag = rc.lock_step_tag(self._pose_stamp) if self.lock_step else ""
+        msg = rc.joint_state_msg(obs.robot, tag)
+        if self._clock is not None:
+            self._clock.publish(Clock(clock=msg.header.stamp))
+        self._states.publish(msg)
+        return msg
+
+    def spin(self) -> None:
+        obs = self.platform.reset(self.initial, self.goal)
+        self._goal_pub.publish(rc.pose_msg(self.goal))
+        end_step = int(round(self.episode_seconds * PHYSICS_RATE)) if self.episode_seconds else None
+        tracker = (EpisodeTracker(self.level, self.goal, self.initial, end_step)
+                   if end_step is not None else None)
+        wall_start = pace_start = time.monotonic()
+        while not rospy.is_shutdown():
+            msg = self._publish(obs)
+            if end_step is not None and obs.robot.step >= end_step:
+                self._finish(tracker, time.monotonic() - wall_start)
+                return
+            if self.lock_step and not self._wait_for_answer(msg):
+                return
+            obs = self.platform.step(self.torque(obs))
+            if tracker is not None:
+                tracker.add(obs, self.platform.true_cube_pose())
+            if self.real_time_factor > 0:
+                ahead = pace_start + obs.robot.time / self.real_time_factor - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+                elif ahead < -MAX_LAG:   # behind the factor: run on, no burst to catch up
+                    pace_start -= ahead + MAX_LAG
+                    if not self.lock_step:   # (in lock step the controller sets the pace)
+                        self._log_wait("lag", f"{self.name}: slower than real_time_factor "
+                                              f"{self.real_time_factor:g}")
+
+    def _finish(self, tracker: "EpisodeTracker", wall: float) -> None:
+        result = tracker.result(self.platform.true_cube_pose())
+        result.update(seed=self.seed, lock_step=self.lock_step, wall_seconds=round(wall, 3),
+                      dropped_commands=dict(self.dropped))
+        text = json.dumps(result, sort_keys=True)
+        self._result.publish(String(data=text))
+        rospy.loginfo("%s: episode done: %s", self.name, text)
+        time.sleep(0.5)                     # let subscribers of the latched result receive it
+        rospy.signal_shutdown("episode done")
+
+    def close(self) -> None:
+        self.platform.close()
+
+
+class EpisodeTracker:
+    """The score of an episode of ``~episode_seconds``, defined as in the in-process evaluation
+    (evaluation.py: final RRC reward of the level, its sum over the 1 ms steps, final position and
+    orientation errors, all on the true cube pose, and its DropDetector), so that a ROS run and
+    ``evaluate`` report the same quantities."""
+
+    def __init__(self, level: int, goal: CubePose, initial: CubePose, steps: int) -> None:
+        from trifinger_controllers.evaluation import DropDetector
+        from trifinger_controllers.kinematics import FingerKinematics
+        self.level, self.goal, self.initial = level, goal, initial
+        self.positions = np.empty((steps, 3))
+        self.orientations = np.empty((steps, 4))
+        self.steps = 0
+        self.drops = DropDetector(FingerKinematics())
+
+    def add(self, obs: Observation, truth: CubePose) -> None:
+        """Record the step that led to ``obs`` (``truth``: the true cube pose then)."""
+        if self.steps < len(self.positions):
+            self.positions[self.steps] = truth.position
+            self.orientations[self.steps] = truth.orientation
+            self.steps += 1
+        self.drops.update(truth, obs.robot.position)
+
+    def result(self, final: CubePose) -> dict:
+        n = self.steps
+        rewards = task.rewards(self.level, self.goal, self.positions[:n], self.orientations[:n])
+        pose = lambda p: {"position": np.asarray(p.position, float).tolist(),  # noqa: E731
+                          "orientation": np.asarray(p.orientation, float).tolist()}
+        return {
+            "label": "simulation",
+            "level": self.level,
+            "sim_seconds": n / PHYSICS_RATE,
+            "reward": task.reward(self.level, self.goal, final),
+            "cumulative_reward": float(np.sum(rewards)),
+            "position_error_cm": 100.0 * task.position_error(self.goal, final),
+            "orientation_error_deg": float(np.rad2deg(task.orientation_error(self.goal, final))),
+            "drop": bool(self.drops.dropped),
+            "goal": pose(self.goal), "initial": pose(self.initial), "final": pose(final),
+        }
+
+
+def main() -> None:
+    """Entry point of ``trifinger_sim``: one [FATAL] line and exit 1 on a bad parameter."""
+    rospy.init_node("trifinger_sim")
+    try:
+        node = SimNode()
+    except ConfigurationError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {' '.join(str(exc).split())}")
+        raise SystemExit(1) from None
+    try:
+        node.spin()
+    except rospy.ROSInterruptException:
+        pass
+    finally:
+        node.close()

@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""rostest (simulation): trifinger_sim with each controller node.
+
+1. cpc/cic/mp_controller against the lock-stepped simulator: every step answered, torques
+   within +-0.397 N m, a new torque exactly once per period of the controller's rate on the
+   simulated clock (held in between), as many computations as periods;
+2. lock step: a second run with the same seed gives bit-identical joint states and commands, and
+   the run is the in-process evaluation's episode of that seed, bit for bit;
+3. free running (half real time): CPC's commands at 200 Hz on the simulated clock; /clock;
+4. bad input: malformed commands are dropped and the simulator runs on with the last valid one;
+   bad parameters stop a node with one [FATAL] line and exit status 1.
+The nodes are started by this script (rosrun, fresh parameters each time) so that it can run
+several configurations in one master. Not collected by pytest (file name)."""
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+import rospy
+import rostest
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from trifinger_controllers import ros_conversions as rc
+from trifinger_controllers.types import TORQUE_LIMIT, CubePose, RobotState
+
+NS = "/trifinger"
+PROBE = "/probe"           # namespace of a controller fed by the test itself
+RATES = {"cpc": 200.0, "cic": 100.0, "mp": 500.0}
+RATE_WINDOW = 1.5          # simulated s over which the rate is measured
+LOCK_STEP_SECONDS = 0.6    # simulated s of each lock-step run
+LOCK_STEP_SEED = 5
+
+
+def wait_for(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline or rospy.is_shutdown():
+            return False
+        time.sleep(0.02)
+    return True
+
+
+class Node:
+    """A node started with rosrun in namespace ``ns`` with fresh private parameters; its output
+    goes to a file."""
+
+    def __init__(self, folder, node_type, name, ns=NS, **params):
+        if rospy.has_param(f"{ns}/{name}"):      # parameters of an earlier run of this name
+            rospy.delete_param(f"{ns}/{name}")
+        self.log_path = os.path.join(folder, f"{name}_{time.monotonic_ns()}.log")
+        args = [f"_{k}:={v}" for k, v in params.items()]
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            ["rosrun", "trifinger_controllers", node_type, f"__name:={name}", f"__ns:={ns}", *args],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            if self.wait(15) is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+class Recorder:
+    """Joint states and torque commands by step, episode results, diagnostics, /clock."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.clear()
+        self.subscribers = [
+            rospy.Subscriber(f"{NS}/joint_states", JointState, self._state, queue_size=5000),
+            rospy.Subscriber(f"{NS}/torque_command", JointState, self._command, queue_size=5000),
+            rospy.Subscriber(f"{NS}/episode_result", String, self._result, queue_size=5),
+            rospy.Subscriber("/diagnostics", DiagnosticArray, self._diagnostics, queue_size=50),
+            rospy.Subscriber("/clock", Clock, self._clock, queue_size=5000)]
+
+    def clear(self):
+        with self.lock:
+            self.states, self.commands, self.results, self.diagnostics = {}, [], [], []
+            self.clock = []
+
+    def _state(self, msg):
+        with self.lock:
+            self.states.setdefault(rc.step_of(msg.header.stamp), msg)
+
+    def _command(self, msg):
+        with self.lock:
+            self.commands.append(msg)
+
+    def _result(self, msg):
+        with self.lock:
+            self.results.append(json.loads(msg.data))
+
+    def _diagnostics(self, msg):
+        with self.lock:
+            self.diagnostics.extend((time.monotonic(), status) for status in msg.status)
+
+    def _clock(self, msg):
+        with self.lock:
+            self.clock.append(msg.clock.to_nsec())
+
+    def latest_step(self):
+        with self.lock:
+            return max(self.states) if self.states else -1
+
+
+class TrifingerNodes(unittest.TestCase):
+    __test__ = False  # run by rostest (rosunit), never by pytest
+
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_trifinger_nodes")
+        cls.folder = tempfile.mkdtemp(prefix="trifinger_rostest_")
+        cls.rec = Recorder()
+        cls.nodes = []
+        cls.runs = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def start(self, node_type, name, **params):
+        node = Node(self.folder, node_type, name, **params)
+        self.nodes.append(node)
+        return node
+
+    def tearDown(self):
+        for node in self.nodes:
+            node.stop()
+        self.nodes.clear()
+
+    # ------------------------------------------------------------------ 1: each controller
+    def _lock_step_run(self, name):
+        """One lock-step episode of LOCK_STEP_SECONDS with controller ``name``: joint states and
+        commands by step, the episode result, the controller's last diagnostics."""
+        rec = self.rec
+        rec.clear()
+        sim = self.start("trifinger_sim", "trifinger_sim", level=3, seed=LOCK_STEP_SEED,
+                         lock_step="true",
+                         real_time_factor=0, episode_seconds=LOCK_STEP_SECONDS,
+                         publish_clock="false")
+        ctrl = self.start(f"{name}_controller", f"{name}_controller", level=3)
+        self.assertTrue(wait_for(lambda: len(rec.results) > 0, 90),
+                        f"{name}: no episode result\n{sim.output()[-2000:]}\n"
+                        f"{ctrl.output()[-2000:]}")
+        self.assertEqual(sim.wait(15), 0, sim.output()[-2000:])
+        # the controller's statistics of the whole run (published once a wall second)
+        done = time.monotonic()
+        node = f"{NS}/{name}_controller"
+        self.assertTrue(wait_for(lambda: any(t > done for t, _ in self._status(node)), 5))
+        with rec.lock:
+            states, commands, result = dict(rec.states), list(rec.commands), rec.results[0]
+        status = self._status(node)[-1][1]
+        self.assertIsNone(ctrl.proc.poll(), ctrl.output()[-2000:])
+        self.tearDown()
+        by_step = {}
+        for m in commands:
+            self.assertEqual(list(m.name), list(rc.JOINT_NAMES))
+            by_step.setdefault(rc.step_of(m.header.stamp), rc.torque_from_msg(m))
+        return states, by_step, result, {kv.key: kv.value for kv in status.values}
+
+    def _status(self, node):
+        """(arrival, DiagnosticStatus) of the node ``node`` (full name)."""
+        with self.rec.lock:
+            return [(t, s) for t, s in self.rec.diagnostics if s.name.startswith(f"{node}:")]
+
+    def test_1_controllers_publish_limited_torques_at_their_rate(self):
+        """Each controller in lock step: every step answered, torques within the limit, a new
+        torque exactly every 1000/rate_hz simulated ms (held in between) and as many computations
+        as periods elapsed (the rate on the simulated clock, independent of the machine's load)."""
+        n = int(LOCK_STEP_SECONDS * 1000)
+        for name, rate in RATES.items():
+            with self.subTest(controller=name):
+                states, commands, result, values = self._lock_step_run(name)
+                type(self).runs[name] = (states, commands, result)
+                period = int(round(1000 / rate))
+                self.assertEqual(sorted(states), list(range(n + 1)))
+                self.assertTrue(set(range(n)) <= set(commands), f"{name}: unanswered steps")
+                efforts = np.array([commands[s] for s in range(n)])
+                self.assertTrue(np.all(np.abs(efforts) <= TORQUE_LIMIT + 1e-12),
+                                f"{name}: |torque| up to {np.abs(efforts).max()}")
+                self.assertGreater(np.abs(efforts).max(), 1e-3, f"{name}: only zero torques")
+                for step in range(n):
+                    np.testing.assert_array_equal(commands[step], commands[step - step % period],
+                                                  f"{name}: new torque off-period at {step}")
+                calls = int(values["calls"])
+                self.assertIn(calls, (n // period, n // period + 1), f"{name}: {values}")
+                self.assertEqual(float(values["rate_sim_hz"]), rate, f"{name}: {values}")
+                self.assertEqual(int(values["errors"]), 0, f"{name}: {values}")
+                rospy.loginfo("%s: %d calls in %.1f simulated s (%.0f Hz), max |torque| %.3f, "
+                              "compute median %s us, p99 %s us, reset %s ms", name, calls,
+                              LOCK_STEP_SECONDS, float(values["rate_sim_hz"]),
+                              np.abs(efforts).max(), values["compute_median_us"],
+                              values["compute_p99_us"], values["reset_ms"])
+
+    # ------------------------------------------------------------------ 2: lock step
+    def test_2_lock_step_is_deterministic(self):
+        """A second lock-step run with the same seed repeats the first bit for bit, and both are
+        evaluation.run_episode's episode of that seed."""
+        first = type(self).runs.get("cpc")
+        states_a, commands_a, result_a = first if first else self._lock_step_run("cpc")[:3]
+        states_b, commands_b, result_b, _ = self._lock_step_run("cpc")
+        n = int(LOCK_STEP_SECONDS * 1000)
+        self.assertEqual(sorted(states_b), list(range(n + 1)))
+        for step in range(n + 1):
+            a, b = states_a[step], states_b[step]
+            self.assertEqual(a.header.frame_id, b.header.frame_id, step)
+            for field in ("position", "velocity", "effort"):
+                self.assertEqual(list(getattr(a, field)), list(getattr(b, field)),
+                                 f"{field} differs at step {step}")
+        for step in range(n):
+            np.testing.assert_array_equal(commands_a[step], commands_b[step])
+        self.assertGreater(np.abs(np.array(states_a[n].position) -
+                                  np.array(states_a[0].position)).max(), 1e-3)
+        for key in ("label", "level", "reward", "cumulative_reward", "position_error_cm",
+                    "orientation_error_deg", "drop", "sim_seconds", "goal", "initial", "final"):
+            self.assertIn(key, result_a)
+            self.assertEqual(result_a[key], result_b[key], key)
+        self.assertEqual(result_a["label"], "simulation")
+        self.assertAlmostEqual(result_a["sim_seconds"], LOCK_STEP_SECONDS)
+        # and it is the in-process evaluation's episode (trial 0 of the seed), bit for bit
+        from trifinger_controllers import evaluation
+        from trifinger_controllers.controllers import make_controller
+        from trifinger_controllers.kinematics import FingerKinematics
+        from trifinger_controllers.platform import SimulatedPlatform
+        goal, initial, platform_seed = evaluation.episode_specs(3, 1, LOCK_STEP_SEED)[0]
+        platform = SimulatedPlatform(seed=platform_seed)
+        kinematics = FingerKinematics()
+        record = evaluation.run_episode(platform, make_controller("cpc", None, None, kinematics),
+                                        3, goal, initial, LOCK_STEP_SECONDS, kinematics=kinematics)
+        robot = platform.robot_state()
+        self.assertEqual(list(states_a[n].position), robot.position.tolist())
+        self.assertEqual(list(states_a[n].velocity), robot.velocity.tolist())
+        for key in ("reward", "cumulative_reward", "position_error_cm", "orientation_error_deg",
+                    "drop"):
+            self.assertEqual(result_a[key], getattr(record, key), key)
+        platform.close()
+
+    # ------------------------------------------------------------------ 3: free running
+    def test_3_free_running_rate(self):
+        """CPC against the free-running simulator (half real time): commands at 200 Hz on the
+        simulated clock, within the limit; /clock follows the joint states."""
+        rec = self.rec
+        rec.clear()
+        sim = self.start("trifinger_sim", "trifinger_sim", level=3, seed=2, lock_step="false",
+                         real_time_factor=0.5, episode_seconds=0, publish_clock="true")
+        ctrl = self.start("cpc_controller", "cpc_controller", level=3)
+        self.assertTrue(wait_for(lambda: len(rec.commands) > 0, 60),
+                        f"no torque command\n{ctrl.output()[-2000:]}")
+        with rec.lock:
+            first = rc.step_of(rec.commands[0].header.stamp)
+        window = int(RATE_WINDOW * 1000)
+        self.assertTrue(wait_for(lambda: rec.latest_step() > first + window + 50, 60))
+        with rec.lock:
+            commands, clock, states = list(rec.commands), list(rec.clock), dict(rec.states)
+        self.assertIsNone(sim.proc.poll(), sim.output()[-2000:])
+        steps = np.array([rc.step_of(m.header.stamp) for m in commands])
+        self.assertEqual(len(set(steps)), len(steps), "a state was answered twice")
+        efforts = np.array([rc.torque_from_msg(m) for m in commands])
+        self.assertTrue(np.all(np.abs(efforts) <= TORQUE_LIMIT + 1e-12))
+        in_window = steps[(steps >= first) & (steps < first + window)]
+        measured = len(in_window) / RATE_WINDOW
+        # at most one computation per period; a loaded machine may skip a few periods
+        self.assertEqual(len(set(in_window // 5)), len(in_window), "two computations in a period")
+        self.assertGreater(measured, 0.8 * RATES["cpc"])
+        self.assertEqual(int(np.median(np.diff(in_window))), 5)
+        published = {m.header.stamp.to_nsec() for m in states.values()}
+        last = max(states) * 1_000_000
+        self.assertGreater(len(clock), 100)
+        self.assertTrue({c for c in clock if c <= last} <= published)
+        rospy.loginfo("free running: cpc at %.1f Hz on the simulated clock", measured)
+
+    # ------------------------------------------------------------------ 4: bad input
+    def test_4_bad_input(self):
+        # bad parameters: one [FATAL] line, exit 1 (started together; they fail at start-up)
+        unknown_key = os.path.join(self.folder, "unknown_key.yaml")
+        with open(unknown_key, "w") as f:
+            f.write("nonsense: 1.0\n")
+        fatal_cases = {
+            "goal": (("trifinger_sim", "bad_goal_sim"),
+                     dict(goal="[0.5,0.0,0.05]", level=3), "outside the workspace"),
+            "level": (("trifinger_sim", "bad_level_sim"), dict(level=7), "level"),
+            "residual": (("cpc_controller", "bad_residual_cpc"),
+                         dict(residual="/nonexistent/policy.pt"), "not found"),
+            "params": (("cic_controller", "bad_params_cic"),
+                       dict(params="/nonexistent/params.yaml"), "not found"),
+            "params_key": (("mp_controller", "bad_key_mp"), dict(params=unknown_key), "nonsense"),
+            "grasp": (("cpc_controller", "bad_grasp_cpc"), dict(grasp="xg"), "unknown grasp"),
+        }
+        failing = {case: (Node(self.folder, *names, **params), expected)
+                   for case, (names, params, expected) in fatal_cases.items()}
+        self.nodes.extend(node for node, _ in failing.values())
+        # a controller in its own namespace, fed by this test only
+        probe = Node(self.folder, "cpc_controller", "cpc_controller", ns=PROBE, level=3)
+        self.nodes.append(probe)
+
+        rec = self.rec
+        rec.clear()
+        sim = self.start("trifinger_sim", "trifinger_sim", level=3, seed=0, lock_step="false",
+                         real_time_factor=1.0, episode_seconds=0, publish_clock="false")
+        torque_pub = rospy.Publisher(f"{NS}/torque_command", JointState, queue_size=10)
+        position_pub = rospy.Publisher(f"{NS}/position_command", JointState, queue_size=10)
+        self.assertTrue(wait_for(lambda: torque_pub.get_num_connections() > 0
+                                 and position_pub.get_num_connections() > 0
+                                 and rec.latest_step() > 0, 60), sim.output()[-2000:])
+        held = np.array([0.05, -0.05, 0.03] * 3)
+        torque_pub.publish(rc.torque_command_msg(held, rospy.Time(0)))
+        time.sleep(0.3)
+
+        def bad(kind):
+            msg = rc.torque_command_msg(np.zeros(9), rospy.Time(0))
+            if kind == "length":
+                msg.effort = msg.effort[:8]
+            elif kind == "nan":
+                msg.effort[4] = math.nan
+            elif kind == "names":
+                msg.name[2] = "finger_tip_joint_0"
+            elif kind == "repeated":
+                msg.name[8] = msg.name[0]
+            return msg
+        for kind in ("length", "nan", "names", "repeated"):
+            torque_pub.publish(bad(kind))
+            time.sleep(0.05)
+        position = rc.position_command_msg(np.zeros(9), rospy.Time(0))
+        position.position[0] = math.inf
+        position_pub.publish(position)
+        before = rec.latest_step()
+        time.sleep(1.0)
+        self.assertIsNone(sim.proc.poll(), sim.output()[-3000:])
+        self.assertGreater(rec.latest_step(), before + 200, "the simulator stopped")
+        with rec.lock:
+            last = rec.states[max(rec.states)]
+        # the last valid command is still applied (up to trifinger_simulation's velocity damping)
+        applied = np.array(rc.robot_state_from_msg(last).torque)
+        velocity = np.array(last.velocity)
+        self.assertTrue(np.all(np.abs(applied - held) <= 0.1 * np.abs(velocity) + 5e-3),
+                        f"applied {applied}, held {held}")
+        log = sim.output()
+        for expected in ("effort has 8 values", "not finite", "unknown joint names",
+                         "position_command dropped"):
+            self.assertIn(expected, log)
+        self.assertEqual(sim.stop(), 0, log[-2000:])
+
+        self._check_controller_survives_bad_messages(probe)
+
+        for case, (node, expected) in failing.items():
+            code = node.wait(60)
+            text = node.output()
+            fatal = [line for line in text.splitlines() if "[FATAL]" in line]
+            self.assertEqual(code, 1, f"{case}: {text[-2000:]}")
+            self.assertEqual(len(fatal), 1, f"{case}: {text[-2000:]}")
+            self.assertIn(expected, fatal[0], case)
+
+
+    def _check_controller_survives_bad_messages(self, probe):
+        """Malformed joint states and poses are dropped (counted in /diagnostics); the next
+        valid joint state is answered."""
+        topic = lambda name: f"{PROBE}/{name}"  # noqa: E731
+        states = rospy.Publisher(topic("joint_states"), JointState, queue_size=10)
+        poses = rospy.Publisher(topic("object_pose"), PoseStamped, queue_size=10)
+        goals = rospy.Publisher(topic("goal_pose"), PoseStamped, queue_size=1, latch=True)
+        answers = []
+        rospy.Subscriber(topic("torque_command"), JointState, answers.append, queue_size=100)
+        self.assertTrue(wait_for(lambda: states.get_num_connections() > 0
+                                 and poses.get_num_connections() > 0, 60), probe.output()[-2000:])
+        cube = CubePose(np.array([0.0, 0.0, 0.0325]), np.array([0.0, 0.0, 0.0, 1.0]))
+        goals.publish(rc.pose_msg(CubePose(np.array([0.0, 0.0, 0.08]), cube.orientation)))
+        poses.publish(rc.pose_msg(cube))
+        q = np.array([0.0, 0.9, -1.7] * 3)
+
+        def state(step, **changes):
+            msg = rc.joint_state_msg(RobotState(step, step / 1000, q, np.zeros(9), np.zeros(9)))
+            for field, value in changes.items():
+                setattr(msg, field, value)
+            return msg
+        time.sleep(0.3)
+        bad_pose = rc.pose_msg(cube)
+        bad_pose.pose.orientation.w = 0.5
+        for msg in (state(1, position=list(q[:8])), state(2, velocity=[math.nan] * 9),
+                    state(3, name=list(rc.JOINT_NAMES[:8]) + ["finger_x"])):
+            states.publish(msg)
+            time.sleep(0.05)
+        poses.publish(bad_pose)
+        time.sleep(0.05)
+        states.publish(state(10))
+        self.assertTrue(wait_for(lambda: len(answers) > 0, 10), probe.output()[-2000:])
+        self.assertEqual(rc.step_of(answers[0].header.stamp), 10)
+        self.assertTrue(np.all(np.abs(rc.torque_from_msg(answers[0])) <= TORQUE_LIMIT))
+        done = time.monotonic()
+        node = f"{PROBE}/cpc_controller"
+        self.assertTrue(wait_for(lambda: any(t > done for t, _ in self._status(node)), 5))
+        self.assertIsNone(probe.proc.poll())
+        values = {kv.key: kv.value for kv in self._status(node)[-1][1].values}
+        self.assertEqual(int(values.get("dropped_joint_states", 0)), 3, values)
+        self.assertEqual(int(values.get("dropped_object_pose", 0)), 1, values)
+        log = probe.output()
+        for expected in ("position has 8 values", "not finite", "unknown joint names",
+                         "not a unit quaternion"):
+            self.assertIn(expected, log)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("trifinger_controllers", "trifinger_nodes", TrifingerNodes)

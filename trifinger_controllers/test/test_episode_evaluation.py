@@ -159,7 +159,7 @@ PREAMBLE = textwrap.dedent("""
 
     PARAMS = ParameterSet("hold", [Parameter("gain", 2.0, 0.0, 5.0, "joint stiffness")])
     registry.default_parameters = lambda name: PARAMS
-    def make_controller(name, grasp, params, kinematics):
+    def make_controller(name, grasp, params, kinematics, level=3):
         return Hold(kinematics, (params or PARAMS).gain)
     registry.make_controller = make_controller
     MODE = sys.argv.pop(1)

@@ -23,7 +23,9 @@ Strategies (Fig. 2):
 Fingers are assigned to contacts by reachability (:func:`assign_fingers`): each finger touches a
 face that looks towards its own side of the arena, and, given the kinematics, the fingertip
 positions are checked by inverse kinematics. :func:`force_closure` tests force closure with
-linearised Coulomb friction cones by linear programming.
+linearised Coulomb friction cones by linear programming; :func:`squeeze_directions` (internal
+forces of a grip) and :func:`weight_support_forces` (carrying the weight without a moment) are
+the contact forces the controllers command.
 """
 from __future__ import annotations
 
@@ -175,41 +177,34 @@ def grasp_in_force_closure(grasp: Grasp, mu: float = DEFAULT_MU) -> bool:
     return force_closure(grasp.contact_points, grasp.normals, mu)
 
 
-def squeeze_directions(grasp: Grasp, mu: float = DEFAULT_MU, safety: float = 0.5,
-                       avoid: Optional[np.ndarray] = None) -> np.ndarray:
+def squeeze_directions(grasp: Grasp, mu: float = DEFAULT_MU, safety: float = 0.5) -> np.ndarray:
     """(3, 3) internal ("squeeze") forces of the grasp in the cube frame: contact forces with
     zero resultant force and moment on the cube (the grip holds it without pushing it away,
     cf. CIC's tau_2 + tau_3 of §IV-C), each well inside its friction cone.
 
     Linear program: normal components N_i >= 1, tangential components within the inscribed
     pyramid ``|a| + |b| <= safety * mu * N`` (``safety`` < 1 keeps a margin to slipping; the
-    rest of the cone carries the cube's weight); minimal ``sum_i |F_i . avoid_i|`` (e.g. each
-    finger's weak sideways direction, :func:`finger_lateral_directions`), then minimal total
-    tangential force, then minimal normal force; scaled to a largest magnitude of 1. If no such
-    forces exist (a grasp that is not in force closure), the inward normals."""
+    rest of the cone carries the cube's weight), minimal total tangential force, then minimal
+    normal force; scaled to a largest magnitude of 1. If no such forces exist (a grasp that is
+    not in force closure), the inward normals."""
     mu = safety * mu
     n = grasp.normals
     m = len(n)
-    avoid = np.zeros((m, 3)) if avoid is None else np.asarray(avoid, dtype=float)
     tangents = [_tangent_basis(v) for v in n]
-    # variables per contact: N, a+, a-, b+, b-, u (u >= |F . avoid|)
-    k = 6
+    # variables per contact: N, a+, a-, b+, b-
+    k = 5
     a_eq = np.zeros((6, k * m))
-    a_ub = np.zeros((3 * m, k * m))
+    a_ub = np.zeros((m, k * m))
     for i in range(m):
         t1, t2 = tangents[i]
-        columns = [n[i], t1, -t1, t2, -t2]
-        for j, f in enumerate(columns):
+        for j, f in enumerate([n[i], t1, -t1, t2, -t2]):
             a_eq[:3, k * i + j] = f
             a_eq[3:, k * i + j] = np.cross(grasp.contact_points[i], f) / HALF_WIDTH
-            a_ub[m + 2 * i, k * i + j] = f @ avoid[i]
-            a_ub[m + 2 * i + 1, k * i + j] = -(f @ avoid[i])
         a_ub[i, k * i] = -mu
         a_ub[i, k * i + 1:k * i + 5] = 1.0
-        a_ub[m + 2 * i:m + 2 * i + 2, k * i + 5] = -1.0
-    cost = np.tile([1e-3, 0.1, 0.1, 0.1, 0.1, 1.0], m)
+    cost = np.tile([1e-3, 1.0, 1.0, 1.0, 1.0], m)
     bounds = [(1.0, None) if j % k == 0 else (0.0, None) for j in range(k * m)]
-    result = linprog(cost, A_ub=a_ub, b_ub=np.zeros(3 * m), A_eq=a_eq, b_eq=np.zeros(6),
+    result = linprog(cost, A_ub=a_ub, b_ub=np.zeros(m), A_eq=a_eq, b_eq=np.zeros(6),
                      bounds=bounds, method="highs")
     if result.status != 0:
         return n.copy()
@@ -219,15 +214,20 @@ def squeeze_directions(grasp: Grasp, mu: float = DEFAULT_MU, safety: float = 0.5
     return forces / np.max(np.linalg.norm(forces, axis=1))
 
 
-def finger_lateral_directions(pose: CubePose) -> np.ndarray:
-    """(3, 3) each finger's horizontal sideways direction (perpendicular to its side of the
-    arena), in the cube frame of ``pose``: forces along it load the finger's base joint, whose
-    lever to the tip is long, so the fingers are weakest in it."""
-    lateral = np.cross([0.0, 0.0, 1.0], FINGER_DIRECTIONS)
-    return cube.rotate(cube.conjugate(pose.orientation), lateral)
+def weight_support_forces(grasp: Grasp, weight: np.ndarray) -> np.ndarray:
+    """(3, 3) contact forces in the cube frame that carry ``weight`` (3,), the force the
+    fingers must exert on the cube against gravity (cube frame), with zero moment about the
+    cube's centre: the minimum-norm solution of ``sum_i f_i = weight``,
+    ``sum_i p_i x f_i = 0``. Added to the squeeze it keeps a held cube from turning in the
+    grasp when the contacts' centroid is off its centre."""
+    rows = np.zeros((6, 3 * N_FINGERS))
+    for i, p in enumerate(grasp.contact_points):
+        rows[:3, 3 * i:3 * i + 3] = np.eye(3)
+        rows[3:, 3 * i:3 * i + 3] = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]]) / HALF_WIDTH
+    target = np.concatenate([np.asarray(weight, dtype=float), np.zeros(3)])
+    return np.linalg.lstsq(rows, target, rcond=None)[0].reshape(N_FINGERS, 3)
 
 
-# --------------------------------------------------------------------------------- geometry
 def surface_point(direction: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(point, inward normal) in the cube frame where the ray from the centre along
     ``direction`` (cube frame) leaves the cube."""

@@ -1,0 +1,126 @@
+"""Benchmark of trifinger_controllers in simulation (issue 6, "Benchmarks" and "Targets").
+
+* level 3: the paper's pairings CPC-TG, CIC-CG, MP-PG, ``--trials`` trials each (default 20):
+  mean final position error [cm], drop rate, reward (paper 004 Table IV "simulation" rows);
+* level 4 with a 10 degree initial orientation error: the same pairings (orientation error);
+* mix and match (paper Table II layout): the 3 controllers x 3 grasps (TG, CG, OG; PG for MP in
+  the paper's pairing is the planned variant) on level 4 with initial orientation errors
+  ``--mix-errors`` (paper: 10, 25, 35 deg, 15 trials), ``--mix-trials`` per cell;
+* timing: wall time per episode, controller compute time per call (target <= 0.5 ms for CPC and
+  CIC), MP planning time per grasp attempt.
+Goals and initial poses come from the seed only, identical for every controller. Results are
+simulation results (trifinger_simulation, PyBullet), never real-robot ones.
+
+    python bench/trifinger_benchmark.py --out bench/results/trifinger_controllers.json \
+        [--trials 20] [--mix-trials 5] [--mix-errors 10] [--seconds 30] [--skip-mix]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
+from trifinger_controllers.evaluation import evaluate
+from trifinger_controllers.kinematics import FingerKinematics
+
+PAIRINGS = tuple((name, default_grasp(name)) for name in CONTROLLERS)   # CPC-TG, CIC-CG, MP-PG
+MIX_GRASPS = ("tg", "cg", "og")
+
+
+class Factory:
+    """A fresh controller per trial; records MP's planning time per grasp attempt."""
+
+    def __init__(self, name: str, grasp: str, level: int) -> None:
+        self.name, self.grasp, self.level = name, grasp, level
+        self.kinematics = FingerKinematics()
+        self.controllers: list = []
+
+    def __call__(self):
+        controller = make_controller(self.name, self.grasp, None, self.kinematics, level=self.level)
+        self.controllers.append(controller)
+        return controller
+
+    def planning_times(self) -> list[float]:
+        return [a.time for c in self.controllers for a in getattr(c, "planning_attempts", [])]
+
+
+def run(name: str, grasp: str, level: int, trials: int, seed: int, seconds: float,
+        error_deg=None) -> dict:
+    factory = Factory(name, grasp, level)
+    wall = time.perf_counter()
+    result = evaluate(factory, level, trials, seed, seconds, orientation_error_deg=error_deg,
+                      progress=True, description=f"{name}-{grasp} L{level}")
+    result["wall_seconds_total"] = time.perf_counter() - wall
+    result["controller"], result["grasp"], result["level"] = name, grasp, level
+    result["init_orientation_error_deg"] = error_deg
+    planning = factory.planning_times()
+    if planning:
+        result["planning_seconds_per_attempt"] = {"mean": float(np.mean(planning)),
+                                                   "max": float(np.max(planning)),
+                                                   "attempts": len(planning)}
+    return result
+
+
+def row(result: dict) -> str:
+    m, s = result["mean"], result["std"]
+    pos = f"{m['position_error_cm']:.3f} ± {s['position_error_cm']:.3f}" if m else "-"
+    ori = f"{m['orientation_error_deg']:.1f} ± {s['orientation_error_deg']:.1f}" if m else "-"
+    rew = f"{result['mean_all']['reward']:.4f}"
+    return (f"{result['controller']}-{result['grasp']:3s} L{result['level']} "
+            f"reward {rew:>8s}  pos [cm] {pos:>16s}  ori [deg] {ori:>12s}  "
+            f"drop {100 * result['drop_rate']:5.1f} %  compute {result['compute_us']['mean']:.0f} us "
+            f"(p99 {result['compute_us']['p99']:.0f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--mix-trials", type=int, default=5)
+    parser.add_argument("--mix-errors", type=float, nargs="+", default=[10.0])
+    parser.add_argument("--skip-mix", action="store_true")
+    args = parser.parse_args()
+    results: dict = {"benchmark": "trifinger_controllers", "label": "simulation",
+                     "seconds_per_episode": args.seconds, "seed": args.seed,
+                     "level3": [], "level4_10deg": [], "mix_and_match": []}
+    for name, grasp in PAIRINGS:
+        results["level3"].append(run(name, grasp, 3, args.trials, args.seed, args.seconds))
+        print(row(results["level3"][-1]), flush=True)
+    for name, grasp in PAIRINGS:
+        results["level4_10deg"].append(run(name, grasp, 4, args.trials, args.seed, args.seconds, 10.0))
+        print(row(results["level4_10deg"][-1]), flush=True)
+    if not args.skip_mix:
+        for error in args.mix_errors:
+            for name in CONTROLLERS:
+                for grasp in MIX_GRASPS:
+                    results["mix_and_match"].append(
+                        run(name, grasp, 4, args.mix_trials, args.seed, args.seconds, error))
+                    print(f"[{error:g} deg] " + row(results["mix_and_match"][-1]), flush=True)
+    for group in ("level3", "level4_10deg", "mix_and_match"):   # keep the JSON small
+        for r in results[group]:
+            r["trials"] = [{k: v for k, v in t.items() if k not in ("goal", "initial", "final")}
+                           for t in r["trials"]]
+    l3 = results["level3"]
+    l4 = results["level4_10deg"]
+    results["targets"] = {
+        "level3_position_error_cm_max": 0.25, "level3_drop_rate_max": 0.0,
+        "level3_met": {f"{r['controller']}-{r['grasp']}": bool(
+            r["mean"] and r["mean"]["position_error_cm"] <= 0.25 and r["drop_rate"] == 0.0) for r in l3},
+        "level4_orientation_error_deg_max_best": 10.0,
+        "level4_best": min((r["mean"]["orientation_error_deg"], f"{r['controller']}-{r['grasp']}")
+                           for r in l4 if r["mean"]) if any(r["mean"] for r in l4) else None,
+        "compute_ms_max_cpc_cic": 0.5,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, sort_keys=True, default=float)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,628 @@
+"""Cartesian impedance controller, CIC (paper 004 §IV-C), at 100 Hz.
+
+Control law (§IV-C). Per finger i the command is the superposition ``tau_i = sum_j tau_j,i`` of
+
+* ``tau_1,i = M_i(q) J_i^-1 xdd_i``, the impedance law: the desired tip acceleration
+  ``xdd_i = M_d^-1 (K x~_i - D xd_i)`` of a mass-spring-damper on the error ``x~_i = x^_r,i - x_i``
+  between the tip and its reference inside the cube, the reference perturbed by the goal,
+  ``x^_r = x_r + K1 (x_g - x_c)`` (Pfanne et al. [50]). ``M_i(q)`` is finger i's block of the
+  joint-space inertia. ``M J^-1 = J^T Lambda`` (Lambda the tip's operational-space inertia), so
+  with ``M_d = I`` a tip presses with ``Lambda(q) K x~``, and Lambda's eigenvalues differ ~10x on
+  the TriFinger: a finger can barely press along its contact normal (measured: CG's lone finger
+  let go). ``isotropic_impedance`` (default) shapes the desired inertia like the finger's own,
+  ``M_d = Lambda(q) / ISOTROPIC_MASS``, which leaves ``tau_1 = ISOTROPIC_MASS J^T (K x~ - D xd)``,
+  the same stiffness in every direction (:func:`impedance_torques`). The paper zeroes D against
+  the camera's noise; our D acts on the tip velocity from the joint encoders, not on the camera,
+  and keeps the 100 Hz loop with held torques from ringing (``damping``; 0 is the paper's).
+* ``tau_2,i = J_i^T F_2,i``, ``F_2,i = K2 d_i`` along the grasp's inward normal ``d_i``.
+* ``tau_3`` cancelling their resultant ``F_res = sum_i F_2,i``: a solution of the underdetermined
+  ``-F_res = [J_1^-T, J_2^-T, J_3^-T] [tau_3,1; tau_3,2; tau_3,3]``; of the least-squares
+  solutions, the one whose tip forces load the contacts least tangentially
+  (:func:`resultant_cancelling_forces`; why not the minimum-torque one: there).
+* ``tau_4`` for the moment ``Omega`` in the quasi-static model ``Omega = sum_i S(r_i) F_4,i``:
+  the solution of ``Omega = [S(r_1) J_1^-T, S(r_2) J_2^-T, S(r_3) J_3^-T] tau_4`` with the
+  smallest tip forces and zero resultant (:func:`moment_torques`). ``Omega = K3 phi r_phi``
+  (§IV-C; rotation error as axis ``r_phi`` and angle ``phi``) minus the moment that all other
+  terms exert on the cube (``moment_cancellation``, an addition: CG's two opposite fingers are a
+  free pivot, and any moment of the other terms about it tipped the cube out of the grasp).
+  Levers ``r_i``: from the cube's centre to the contact points, not unit vectors as in the
+  paper, so that Omega is a moment [N m].
+* gravity compensation ``g(q)`` of the fingers, plus the cube's weight carried by the tips with
+  zero moment about its centre (:func:`grasp_pseudo_inverse`; ``weight_feedforward``).
+
+The reference position ``x_r`` (§VI optimises "gains and reference position x_r"): per finger,
+``reference_depth`` behind its contact point along the inward normal (the spring preload squeezes
+the cube, like the RRC code's per-finger grasp offsets), raised by ``reference_height``; the
+contacts on side faces sit ``contact_height`` above the face centres (the cube then hangs from
+its contacts instead of balancing on them). When the grasp has closed, the references move to
+where the tips came to rest, keeping only the press along the normals (no tangential tension).
+
+Additions to the paper, needed in simulation with the camera's 10 Hz and 90-190 ms delay (each
+has its parameter; measured without them: drops or oscillation):
+
+* ``x_g`` is a sub-goal moving from where the cube was grasped, first up by ``lift_height``, then
+  straight to the goal, at ``goal_speed``, waiting while the last image shows the cube more than
+  ``max_lead`` behind it; ``x_c`` is the last image moved on by the commanded motion since it was
+  taken (``delay_compensation``); with ``K1 = 1`` the references then follow x_g rigidly;
+* ``integral_gain``: the error between x_g at an image's time and the observed cube, integrated
+  into ``x^_r`` once per image (clipped at ``integral_limit``), removes the offset between where
+  the grasp holds the cube and where it is (sag, slip): the final error goes to ~0;
+* orientation: levels 1-3 ignore it, and the references keep the orientation the cube was
+  grasped with; tau_4's ``phi`` is measured from the fingertips (their rotation since the grasp
+  closed, no camera delay: the camera-delayed orientation made this loop oscillate). Level 4
+  turns the references with the observed cube and tau_4 towards the goal's orientation (not
+  tuned: the issue's level-4 target is for the best controller).
+
+Phases (simulated time): ABOVE and BESIDE (tips to points ``approach_clearance`` outside the
+contacts, first ``approach_height`` above them and clear of the cube, along waypoints moving at
+``approach_speed``, tracked by tau_1 with ``approach_stiffness``), CLOSE (references inside the
+cube, squeeze ramped up over ``close_time``, tips kept at their height), MOVE (the full law). If
+on two images in a row fewer than two fingertips are within ``REGRASP_DISTANCE`` of the observed
+cube, the cube is lost: the tips RETREAT and the grasp starts again for the new pose (retried
+while no grasp is feasible).
+
+The grasp is any of grasps.py's (mix and match, §VI): CG by default (CIC-CG, §IV-C), TG, OG or
+PG, given by name, as a Grasp, or as a callable ``observation -> Grasp``. Results are simulation
+results (trifinger_simulation, PyBullet).
+"""
+from __future__ import annotations
+
+import enum
+from types import SimpleNamespace
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from trifinger_controllers import cube as cube_geometry
+from trifinger_controllers import grasps
+from trifinger_controllers.controller import Controller
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.params import Parameter, ParameterSet
+from trifinger_controllers.types import CUBE_MASS, N_FINGERS, TORQUE_LIMIT, CubePose, Observation
+
+GRAVITY = 9.81
+#: Damping [m/rad] of the inverses J^-1 and J^-T near singular configurations.
+JACOBIAN_DAMPING = 1e-3
+#: Reference mass [kg] of the isotropic impedance (about the TriFinger tip's mean
+#: operational-space inertia), so that K keeps its scale: stiffness ISOTROPIC_MASS * K [N/m].
+ISOTROPIC_MASS = 0.08
+#: eps of resultant_cancelling_forces: tangential contact forces cost 1/eps times more than
+#: normal ones.
+NORMAL_PREFERENCE = 1e-3
+#: Controller calls of history (tips, x_g) kept to match camera images (0.5 s).
+HISTORY = 50
+#: A camera image is matched with the tip history if their times differ by at most this [s].
+HISTORY_TOLERANCE = 0.015
+#: Camera errors larger than this [m] are not integrated (slip or loss, not an offset).
+INTEGRAL_ERROR_LIMIT = 0.03
+#: ABOVE keeps the tips at least this high [m] over the cube's highest corner.
+SAFE_HEIGHT = 0.035
+#: A tip is at its approach target when closer than this [m].
+ARRIVAL_TOLERANCE = 0.012
+#: ... and at its BESIDE target (the height at which it then closes) [m].
+BESIDE_TOLERANCE = 0.004
+#: Longest time [s] in ABOVE / BESIDE before moving on anyway.
+APPROACH_TIMEOUT = 3.0
+#: The cube is lost if fewer than two fingertip centres are this close [m] to its surface.
+REGRASP_DISTANCE = 0.025
+#: Duration [s] of RETREAT and how far [m] the tips back off outwards and upwards.
+RETREAT_SECONDS = 0.6
+RETREAT_DISTANCE = 0.04
+
+#: Hyperparameters of CIC with defaults (tuned in simulation, level 3, CG) and the intervals BO
+#: searches (§VI: "CIC: gains and reference position x_r").
+CIC_PARAMETERS = ParameterSet("cic", [
+    Parameter("stiffness_xy", 700.0, 100.0, 3000.0, "K of tau_1, x and y [1/s^2]", log=True),
+    Parameter("stiffness_z", 750.0, 100.0, 3000.0, "K of tau_1, z [1/s^2]", log=True),
+    Parameter("damping", 20.0, 0.0, 60.0, "D of tau_1 [1/s] (paper: 0)"),
+    Parameter("isotropic_impedance", 1.0, 0.0, 1.0, "1: M_d shaped like the tip inertia (isotropic stiffness); 0: M_d = I", integer=True),
+    Parameter("position_gain", 1.0, 0.0, 3.0, "K1 of x^_r = x_r + K1 (x_g - x_c)"),
+    Parameter("max_lead", 0.01, 0.005, 0.05, "x_g waits while this far ahead of the cube [m]", log=True),
+    Parameter("integral_gain", 2.0, 0.0, 10.0, "integral of x_g - x_c into x^_r [1/s]"),
+    Parameter("integral_limit", 0.04, 0.0, 0.08, "clip of the integral shift [m]"),
+    Parameter("grasp_force", 1.0, 0.0, 3.0, "K2 of F_2 = K2 d [N]"),
+    Parameter("normal_preference", 1e-3, 1e-3, 1e3, "eps of tau_3 (small: cancel along normals)", log=True),
+    Parameter("orientation_gain", 0.03, 0.0, 0.2, "K3 of Omega = K3 phi r_phi [N m/rad]"),
+    Parameter("moment_cancellation", 1.0, 0.0, 1.0, "share of the other terms' moment tau_4 cancels"),
+    Parameter("reference_depth", 0.01, 0.0, 0.04, "x_r behind each contact, inside the cube [m]"),
+    Parameter("reference_height", 0.0, -0.02, 0.02, "x_r raised by [m]"),
+    Parameter("contact_height", 0.01, -0.02, 0.02, "contacts on side faces raised by [m]"),
+    Parameter("goal_speed", 0.05, 0.01, 0.3, "speed of the sub-goal x_g [m/s]", log=True),
+    Parameter("lift_height", 0.03, 0.0, 0.05, "sub-goal: lift before moving sideways [m]"),
+    Parameter("weight_feedforward", 1.0, 0.0, 2.0, "fraction of the cube weight fed forward"),
+    Parameter("delay_compensation", 1.0, 0.0, 1.0, "1: camera pose moved by the command since the image", integer=True),
+    Parameter("approach_stiffness", 400.0, 50.0, 2000.0, "K while approaching [1/s^2]", log=True),
+    Parameter("approach_damping", 30.0, 5.0, 80.0, "D while approaching [1/s]"),
+    Parameter("approach_speed", 0.3, 0.05, 1.0, "speed of the approach waypoints [m/s]", log=True),
+    Parameter("approach_clearance", 0.025, 0.005, 0.05, "tips outside the faces when approaching [m]"),
+    Parameter("approach_height", 0.06, 0.01, 0.08, "tips above the contacts first [m]"),
+    Parameter("close_time", 0.5, 0.1, 2.0, "duration of CLOSE [s]"),
+])
+
+GraspSpec = Union[str, grasps.Grasp, Callable[[Observation], grasps.Grasp]]
+
+
+class Phase(enum.Enum):
+    ABOVE = "above"
+    BESIDE = "beside"
+    CLOSE = "close"
+    MOVE = "move"
+    RETREAT = "retreat"
+
+
+# ------------------------------------------------------------------------------ §IV-C terms
+def damped_inverse(jac: np.ndarray, damping: float = JACOBIAN_DAMPING) -> np.ndarray:
+    """(..., 3, 3) ``J^T (J J^T + damping^2 I)^-1``: J^-1 where J is regular, bounded near
+    singular configurations."""
+    jjt = jac @ np.swapaxes(jac, -1, -2) + damping ** 2 * np.eye(3)
+    return np.swapaxes(np.linalg.solve(jjt, jac), -1, -2)
+
+
+def damped_inverse_transpose(jac: np.ndarray, damping: float = JACOBIAN_DAMPING) -> np.ndarray:
+    """(..., 3, 3) ``(J J^T + damping^2 I)^-1 J``: J^-T, the map from a finger's joint torques
+    to the tip force they exert quasi-statically, ``F = J^-T tau``."""
+    jjt = jac @ np.swapaxes(jac, -1, -2) + damping ** 2 * np.eye(3)
+    return np.linalg.solve(jjt, jac)
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) skew-symmetric matrices with ``skew(v) @ w = v x w``."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
+
+
+def impedance_torques(mass_blocks: np.ndarray, jac: np.ndarray, error: np.ndarray,
+                      tip_velocity: np.ndarray, stiffness: np.ndarray, damping: float,
+                      isotropic: bool = False) -> np.ndarray:
+    """tau_1 (3, 3) of §IV-C: ``M_i(q) J_i^-1 M_d^-1 (K x~_i - D xd_i)`` for each finger.
+
+    ``mass_blocks`` (3, 3, 3) the fingers' blocks of M(q), ``jac`` (3, 3, 3), ``error`` x~
+    (3, 3), ``tip_velocity`` (3, 3), ``stiffness`` (3,) diagonal of K, ``damping`` D.
+
+    ``isotropic=False``: ``M_d = I`` (the law as the paper writes it). Since
+    ``M J^-1 = J^T Lambda`` (Lambda the tip's operational-space inertia), the tip presses with
+    ``Lambda(q) K x~`` in contact, and Lambda's eigenvalues differ ~10x on the TriFinger (0.02 to
+    0.19 kg): a finger may barely press along its contact normal. ``isotropic=True``:
+    ``M_d = Lambda(q) / ISOTROPIC_MASS``, the desired apparent inertia shaped like the finger's
+    own, so that ``tau_1 = ISOTROPIC_MASS J^T (K x~ - D xd)``: the same stiffness in every
+    direction (M and J^-1 cancel in closed form)."""
+    accel = error * stiffness - damping * tip_velocity
+    if isotropic:
+        return force_torques(jac, ISOTROPIC_MASS * accel)
+    qdd = np.einsum("fij,fj->fi", damped_inverse(jac), accel)
+    return np.einsum("fij,fj->fi", mass_blocks, qdd)
+
+
+def force_torques(jac: np.ndarray, forces: np.ndarray) -> np.ndarray:
+    """(3, 3) ``tau_i = J_i^T F_i`` (tau_2 of §IV-C for ``F_i = F_2,i``)."""
+    return np.einsum("fji,fj->fi", jac, forces)
+
+
+def tip_forces(jac: np.ndarray, torques: np.ndarray) -> np.ndarray:
+    """(3, 3) quasi-static tip forces ``F_i = J_i^-T tau_i`` of torques (3, 3)."""
+    return np.einsum("fij,fj->fi", damped_inverse_transpose(jac), torques)
+
+
+def resultant_cancelling_forces(normals: np.ndarray, resultant: np.ndarray,
+                                regularisation: float = NORMAL_PREFERENCE) -> np.ndarray:
+    """(3, 3) tip forces ``F_3,i`` with ``sum_i F_3,i = -F_res`` that load the contacts as little
+    as possible tangentially: the minimiser of ``sum_i |P_i F_3,i|^2 + eps |F_3,i|^2``
+    (``P_i = I - d_i d_i^T`` the tangential projector at contact i, ``d_i`` (3, 3) the unit
+    normals), in closed form ``F_3,i = W_i lambda``, ``W_i = (P_i + eps I)^-1``,
+    ``lambda = -(sum_i W_i)^-1 F_res``. With CG (§IV-C) the lone finger's own push is taken
+    back along its normal and the opposite pair keeps a pure squeeze.
+
+    Why not the minimum-torque-norm solution of §IV-C's equation (the joint-space
+    pseudo-inverse): it loads the finger with the most favourable Jacobian and tilts its force
+    out of the face; in simulation CG's lone finger slid off the cube with it. The equal split
+    ``-F_res / 3`` (large eps) leaves a third of the lone finger's push as friction load on the
+    opposite pair."""
+    d = np.asarray(normals, dtype=float)
+    outer = np.einsum("fi,fj->fij", d, d)
+    weights = outer / regularisation + (np.eye(3) - outer) / (1.0 + regularisation)
+    lam = -np.linalg.solve(weights.sum(axis=0), np.asarray(resultant, dtype=float))
+    return weights @ lam
+
+
+def resultant_cancelling_torques(jac: np.ndarray, normals: np.ndarray, resultant: np.ndarray,
+                                 regularisation: float = NORMAL_PREFERENCE) -> np.ndarray:
+    """tau_3 (3, 3) of §IV-C: a solution of the underdetermined
+    ``-F_res = [J_1^-T, J_2^-T, J_3^-T] [tau_3,1; tau_3,2; tau_3,3]`` (3 equations, 9 torques),
+    ``tau_3,i = J_i^T F_3,i`` with the friction-sparing forces of
+    :func:`resultant_cancelling_forces` (``J_i^-T tau_3,i = F_3,i`` sums to ``-F_res``)."""
+    return force_torques(jac, resultant_cancelling_forces(normals, resultant, regularisation))
+
+
+def grasp_pseudo_inverse(levers: np.ndarray) -> np.ndarray:
+    """(9, 6) minimum-norm inverse of the grasp matrix ``G = [I I I; S(r_1) S(r_2) S(r_3)]``
+    (contact forces -> wrench on the cube about its centre, ``r_i`` (3, 3) the levers):
+    ``G^T (G G^T)^-1``; the tip forces (stacked) exerting a wrench w are ``G^+ w``."""
+    g = np.empty((6, 3 * N_FINGERS))
+    for i in range(N_FINGERS):
+        g[:3, 3 * i:3 * i + 3] = np.eye(3)
+        g[3:, 3 * i:3 * i + 3] = skew(levers[i])
+    return g.T @ np.linalg.inv(g @ g.T)
+
+
+def wrench_forces(levers: np.ndarray, force: np.ndarray, moment: np.ndarray) -> np.ndarray:
+    """(3, 3) the smallest tip forces (least squares) that exert the wrench (``force``,
+    ``moment``) on the cube: ``sum_i F_i = force``, ``sum_i r_i x F_i = moment``, ``r_i`` (3, 3)
+    the levers from the cube's centre to the contacts (:func:`grasp_pseudo_inverse`)."""
+    wrench = np.concatenate([np.asarray(force, dtype=float), np.asarray(moment, dtype=float)])
+    return (grasp_pseudo_inverse(levers) @ wrench).reshape(N_FINGERS, 3)
+
+
+def moment_forces(levers: np.ndarray, moment: np.ndarray) -> np.ndarray:
+    """(3, 3) the smallest tip forces that exert the pure moment ``Omega`` (zero resultant, so
+    tau_4 does not push the cube away): :func:`wrench_forces` with zero force."""
+    return wrench_forces(levers, np.zeros(3), moment)
+
+
+def moment_torques(jac: np.ndarray, levers: np.ndarray, moment: np.ndarray) -> np.ndarray:
+    """tau_4 (3, 3) of §IV-C, a solution of
+    ``Omega = [S(r_1) J_1^-T, S(r_2) J_2^-T, S(r_3) J_3^-T] [tau_4,1; ...]`` (quasi-static model):
+    ``tau_4,i = J_i^T F_4,i`` with the smallest forces of :func:`moment_forces` (zero resultant).
+    The paper takes ``r_i`` as unit vectors; we pass the levers themselves (tip minus cube
+    centre), so that Omega is a moment in N m and the moments of the other terms can be
+    cancelled exactly."""
+    return force_torques(jac, moment_forces(levers, moment))
+
+
+def total_moment(levers: np.ndarray, forces: np.ndarray) -> np.ndarray:
+    """``sum_i r_i x F_i`` of (k, 3) levers and forces (np.cross without its overhead)."""
+    r, f = levers, forces
+    return np.array([(r[:, 1] * f[:, 2] - r[:, 2] * f[:, 1]).sum(),
+                     (r[:, 2] * f[:, 0] - r[:, 0] * f[:, 2]).sum(),
+                     (r[:, 0] * f[:, 1] - r[:, 1] * f[:, 0]).sum()])
+
+
+def matrix_rotation_vector(rotation: np.ndarray) -> np.ndarray:
+    """Rotation vector (axis * angle, angle in [0, pi]) of a rotation matrix."""
+    cosine = np.clip((np.trace(rotation) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(cosine)
+    axis = np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0], rotation[1, 0] - rotation[0, 1]])
+    norm = np.linalg.norm(axis)
+    if norm < 1e-9:
+        if angle < 1e-6:
+            return np.zeros(3)
+        # a half turn: the axis is the eigenvector of eigenvalue 1
+        w, v = np.linalg.eigh((rotation + rotation.T) / 2.0)
+        return np.pi * v[:, int(np.argmax(w))]
+    return axis / norm * angle
+
+
+def rotation_between(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """(3, 3) the rotation that best maps the points ``before`` (k, 3) onto ``after`` about their
+    centroids (Kabsch: least squares, proper rotation)."""
+    a = before - before.sum(axis=0) / len(before)
+    b = after - after.sum(axis=0) / len(after)
+    u, _, vt = np.linalg.svd(a.T @ b)
+    d = np.sign(np.linalg.det(vt.T @ u.T))
+    return vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+
+
+def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE_LIMIT) -> np.ndarray:
+    """(3, 3) ``gravity + s_i command_i`` with the largest ``s_i`` in [0, 1] per finger that keeps
+    every joint within ``limit``: a finger's command is scaled down as a whole, so its tip force
+    keeps its direction (clipping joints one by one would turn it, and a turned squeeze lets the
+    cube slip)."""
+    total = gravity + command
+    if np.max(np.abs(total)) <= limit:  # the usual case
+        return total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(command > 0, (limit - gravity) / command,
+                        np.where(command < 0, (-limit - gravity) / command, np.inf))
+    scale = np.clip(np.min(room, axis=1, keepdims=True), 0.0, 1.0)
+    return gravity + scale * command
+
+
+# ------------------------------------------------------------------------------ the controller
+class CartesianImpedanceController(Controller):
+    """CIC of §IV-C with any grasp (default CG), 100 Hz.
+
+    Args:
+        grasp: grasp name (tg, cg, og, pg), a :class:`grasps.Grasp` (cube frame, used as is), or
+            a callable ``observation -> Grasp`` called at every (re)grasp.
+        params: a :data:`CIC_PARAMETERS` set (default values if None).
+        kinematics: the fingers' kinematics (a new one if None).
+        level: RRC level: level 4 turns the cube to the goal orientation (tau_4), levels 1-3
+            hold the orientation it is grasped with.
+    """
+
+    name = "cic"
+    rate_hz = 100.0
+
+    def __init__(self, grasp: GraspSpec = "cg", params: Optional[ParameterSet] = None,
+                 kinematics: Optional[FingerKinematics] = None, level: int = 3) -> None:
+        if params is not None and params.names != CIC_PARAMETERS.names:
+            raise ValueError(f"cic: expected the cic parameter set, got {params.name!r}")
+        if level not in (1, 2, 3, 4):
+            raise ValueError(f"invalid level {level!r}: expected one of (1, 2, 3, 4)")
+        self.params = params if params is not None else CIC_PARAMETERS
+        self._p = SimpleNamespace(**self.params.to_dict())  # plain attributes: read every call
+        self.kin = kinematics if kinematics is not None else FingerKinematics()
+        self.level = int(level)
+        if isinstance(grasp, str):
+            self._choose_grasp = grasps.grasp_source(grasp, self.kin, self.level)
+        elif isinstance(grasp, grasps.Grasp):
+            fixed = grasp
+            self._choose_grasp = lambda observation: fixed
+        elif callable(grasp):
+            self._choose_grasp = grasp
+        else:
+            raise TypeError(f"cic: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
+        self.grasp: Optional[grasps.Grasp] = None
+        self._matrix_key = b""
+        self._matrix_value = np.eye(3)
+        self.phase = Phase.ABOVE
+        self.regrasps = 0
+        p = self._p
+        self._stiffness = np.array([p.stiffness_xy, p.stiffness_xy, p.stiffness_z])
+        self._weight = np.array([0.0, 0.0, p.weight_feedforward * CUBE_MASS * GRAVITY / N_FINGERS])
+
+    # ----------------------------------------------------------------------------- episode
+    def reset(self, observation: Observation) -> None:
+        self.regrasps = 0
+        self._last_time: Optional[float] = None
+        self._waypoint = self.kin.tip_positions(observation.robot.position)
+        self._start_grasp(observation)
+
+    def _start_grasp(self, observation: Observation) -> None:
+        """Choose a grasp for the observed cube and approach it."""
+        p = self._p
+        self.grasp = self._choose_grasp(observation)
+        self._normals = self.grasp.normals                                   # inward, cube frame
+        # tip centres touching the faces, contacts on side faces raised by contact_height (above
+        # the centre of mass the cube hangs from its contacts like a pendulum instead of
+        # balancing on them)
+        up = cube_geometry.rotate(cube_geometry.conjugate(observation.cube.orientation), np.array([0.0, 0.0, 1.0]))
+        side = np.abs(self._normals @ up) < 0.5
+        self._surface = self.grasp.tip_offsets() + p.contact_height * side[:, None] * up
+        self._references = self._surface + (grasps.TIP_RADIUS + p.reference_depth) * self._normals
+        self._history_t = np.full(HISTORY, -np.inf)
+        self._history_all_tips = np.zeros((HISTORY, N_FINGERS, 3))
+        self._history_goal = np.zeros((HISTORY, 3))
+        self._history_n = 0
+        self._lead = 0.0
+        self._integral = np.zeros(3)
+        self._lost_images = 0
+        self._last_stamp = observation.cube.stamp
+        self._lost_stamp = observation.cube.stamp
+        self._held_orientation = np.asarray(observation.cube.orientation, dtype=float)
+        self._start_position = np.asarray(observation.cube.position, dtype=float)
+        self._travelled = 0.0
+        self._tip_offsets: Optional[np.ndarray] = None
+        self._closed_tips: Optional[np.ndarray] = None
+        self._enter(Phase.ABOVE, observation.robot.time)
+
+    def _enter(self, phase: Phase, t: float) -> None:
+        self.phase = phase
+        self._phase_start = t
+
+    # ----------------------------------------------------------------------------- hooks
+    def goal_position(self, observation: Observation) -> np.ndarray:
+        """Where the cube should go: the goal's position (alignment primitives override it)."""
+        return np.asarray(observation.goal.position, dtype=float)
+
+    def held_orientation(self, t: float) -> np.ndarray:
+        """Levels 1-3: the orientation the grasp holds the cube in at time ``t`` (the one it was
+        grasped with; alignment primitives turn it)."""
+        return self._held_orientation
+
+    # ----------------------------------------------------------------------------- camera
+    def _remember(self, t: float, tips: np.ndarray, subgoal: np.ndarray) -> None:
+        """Keep the tips and x_g of the last ``HISTORY`` calls."""
+        k = self._history_n % HISTORY
+        self._history_t[k] = t
+        self._history_all_tips[k] = tips
+        self._history_goal[k] = subgoal
+        self._history_n += 1
+
+    def _at(self, stamp: float) -> Optional[int]:
+        """History index of the call at camera time ``stamp`` (None if not kept)."""
+        k = int(np.argmin(np.abs(self._history_t - stamp)))
+        return k if abs(self._history_t[k] - stamp) <= HISTORY_TOLERANCE else None
+
+    def _camera_feedback(self, pose: CubePose, subgoal: np.ndarray) -> np.ndarray:
+        """Process the camera pose: on a new image, integrate the error between x_g when the
+        image was taken and the observed cube (``integral_gain``, clipped at
+        ``integral_limit``; errors over ``INTEGRAL_ERROR_LIMIT`` are a slip, not an offset)
+        and update the lead of x_g over the cube. Returns x_g at the image's time."""
+        p = self._p
+        k = self._at(pose.stamp)
+        then = self._history_goal[k] if k is not None else subgoal
+        if pose.stamp != self._last_stamp:
+            period = min(max(pose.stamp - self._last_stamp, 0.0), 0.2)
+            self._last_stamp = pose.stamp
+            error = then - np.asarray(pose.position, dtype=float)
+            self._lead = float(np.linalg.norm(error))
+            if self._lead < INTEGRAL_ERROR_LIMIT:
+                self._integral = np.clip(self._integral + p.integral_gain * period * error,
+                                         -p.integral_limit, p.integral_limit)
+        return then
+
+    def subgoal(self, goal: np.ndarray) -> np.ndarray:
+        """x_g for the distance travelled so far along the path from the grasp position, up by
+        ``lift_height`` and then straight to ``goal``."""
+        p = self._p
+        start = self._start_position
+        lifted = start + np.array([0.0, 0.0, p.lift_height])
+        travelled = self._travelled
+        if travelled <= p.lift_height:
+            return start + np.array([0.0, 0.0, travelled])
+        to_goal = goal - lifted
+        dist = float(np.linalg.norm(to_goal))
+        travelled -= p.lift_height
+        return goal.copy() if travelled >= dist else lifted + to_goal * (travelled / dist)
+
+    def _advance(self, dt: float, goal: np.ndarray) -> np.ndarray:
+        """Move x_g on by ``goal_speed * dt`` unless the last image showed the cube more than
+        ``max_lead`` behind it (then it waits for the cube); the new x_g."""
+        p = self._p
+        if self._lead < p.max_lead:
+            self._travelled += p.goal_speed * dt
+        return self.subgoal(goal)
+
+    # ----------------------------------------------------------------------------- control
+    def _torque(self, observation: Observation) -> np.ndarray:
+        if self.grasp is None:
+            raise RuntimeError("cic: reset() must be called before compute()")
+        p = self._p
+        robot = observation.robot
+        t = robot.time
+        dt = 0.0 if self._last_time is None else max(0.0, t - self._last_time)
+        self._last_time = t
+        q = robot.position
+        tips = self.kin.tip_positions(q)
+        jac = self.kin.tip_jacobians(q)
+        blocks = None
+        if not p.isotropic_impedance:
+            mass = self.kin.mass_matrix(q)
+            blocks = np.stack([mass[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(N_FINGERS)])
+        tip_velocity = np.einsum("fij,fj->fi", jac, robot.velocity.reshape(N_FINGERS, 3))
+        gravity = self.kin.gravity(q).reshape(N_FINGERS, 3)
+        elapsed = t - self._phase_start
+
+        if self.phase in (Phase.ABOVE, Phase.BESIDE, Phase.RETREAT):
+            if self.phase is Phase.RETREAT:
+                target = self._retreat_targets
+                if elapsed >= RETREAT_SECONDS:
+                    try:
+                        self._start_grasp(observation)
+                    except grasps.GraspError:  # e.g. the cube rests on an edge: wait, try again
+                        self._enter(Phase.RETREAT, t)
+                    else:
+                        self.regrasps += 1
+                        return self._torque(observation)
+            else:
+                offsets = self._surface - p.approach_clearance * self._normals
+                target = cube_geometry.to_world(observation.cube, offsets)
+                if self.phase is Phase.ABOVE:  # above the contacts and well above the cube
+                    target[:, 2] = np.maximum(target[:, 2] + p.approach_height,
+                                              cube_geometry.corners(observation.cube)[:, 2].max() + SAFE_HEIGHT)
+                tolerance = ARRIVAL_TOLERANCE if self.phase is Phase.ABOVE else BESIDE_TOLERANCE
+                if np.all(np.linalg.norm(target - tips, axis=1) < tolerance) or elapsed > APPROACH_TIMEOUT:
+                    if self.phase is Phase.ABOVE:
+                        self._enter(Phase.BESIDE, t)
+                    else:
+                        self._held_orientation = np.asarray(observation.cube.orientation, dtype=float)
+                        self._enter(Phase.CLOSE, t)
+            step = p.approach_speed * dt
+            delta = target - self._waypoint
+            dist = np.linalg.norm(delta, axis=1, keepdims=True)
+            self._waypoint = self._waypoint + delta * np.minimum(1.0, step / np.maximum(dist, 1e-9))
+            stiffness = np.full(3, p.approach_stiffness)
+            tau = impedance_torques(blocks, jac, self._waypoint - tips, tip_velocity, stiffness,
+                                    p.approach_damping, bool(p.isotropic_impedance))
+            return fit_to_limit(tau, gravity).reshape(-1)
+
+        # CLOSE and MOVE: the superposition of §IV-C
+        camera = np.asarray(observation.cube.position, dtype=float)
+        if self.phase is Phase.CLOSE:
+            ramp = min(1.0, elapsed / p.close_time)
+            centre, shift = camera, np.zeros(3)
+            self._remember(t, tips, camera)
+            if elapsed >= p.close_time:
+                # the grasp as it closed: the references move to where the tips came to rest on
+                # the (still resting) cube, keeping only the press along the normals
+                held = CubePose(camera, self._held_orientation)
+                tips_cube = cube_geometry.to_cube_frame(held, tips)
+                pressed = np.einsum("fi,fi->f", self._references - tips_cube, self._normals)
+                self._references = tips_cube + pressed[:, None] * self._normals
+                self._tip_offsets = tips_cube
+                self._closed_tips = tips.copy()
+                self._start_position = camera.copy()
+                self._travelled = 0.0
+                self._last_stamp = observation.cube.stamp
+                self._enter(Phase.MOVE, t)
+        else:
+            ramp = 1.0
+            if self._lost(observation, tips):
+                self._retreat_targets = tips + RETREAT_DISTANCE * (
+                    -cube_geometry.rotate(observation.cube.orientation, self._normals)
+                    + np.array([0.0, 0.0, 1.0]))
+                self._waypoint = tips.copy()
+                self._enter(Phase.RETREAT, t)
+                return self._torque(observation)
+            goal = self.goal_position(observation)
+            subgoal = self.subgoal(goal)
+            then = self._camera_feedback(observation.cube, subgoal)
+            subgoal = self._advance(dt, goal)
+            self._remember(t, tips, subgoal)
+            # x_c: the image moved on by the commanded motion since it was taken (delay)
+            centre = camera + (subgoal - then) if p.delay_compensation else camera
+            shift = p.position_gain * (subgoal - centre) + self._integral
+        pose = CubePose(centre, observation.cube.orientation, observation.cube.stamp)
+
+        # levels 1-3: the references keep the orientation of the grasp (the springs resist the
+        # cube pivoting in the grasp); level 4: they turn with the observed cube and tau_4 turns it
+        frame = pose.orientation if self.level == 4 else self.held_orientation(t)
+        rotation = self._matrix(frame)
+        normals = self._normals @ rotation.T
+        references = self._references @ rotation.T + centre + np.array([0.0, 0.0, p.reference_height]) + shift
+        error = references - tips
+        if self.phase is Phase.CLOSE:  # close horizontally; the tips stay at their height
+            error[:, 2] = 0.0
+        isotropic = bool(p.isotropic_impedance)
+        if isotropic:  # tau_1 = J^T F_1 (see impedance_torques): work with tip forces
+            f1 = ISOTROPIC_MASS * (error * self._stiffness - p.damping * tip_velocity)
+            tau1 = np.zeros((N_FINGERS, 3))
+        else:
+            tau1 = impedance_torques(blocks, jac, error, tip_velocity, self._stiffness, p.damping)
+            f1 = tip_forces(jac, tau1)
+
+        f2 = (ramp * p.grasp_force) * normals
+        f3 = resultant_cancelling_forces(normals, f2.sum(axis=0), p.normal_preference)
+
+        # levers from the centre to the contact points (not the tip centres); the centre as the
+        # grasp holds it (no camera delay): the tips minus their offsets when the grasp closed
+        held_centre = centre if self._tip_offsets is None else (tips - self._tip_offsets @ rotation.T).sum(axis=0) / N_FINGERS
+        lever = tips + grasps.TIP_RADIUS * normals - held_centre
+        inverse = grasp_pseudo_inverse(lever)
+        # the cube's weight, shared so that it exerts no moment about the cube's centre (CG: the
+        # opposite pair carries it; a lone finger lifting off-centre would tip the cube over)
+        fw = (inverse[:, 2] * (ramp * self._weight[2] * N_FINGERS)).reshape(N_FINGERS, 3)
+        omega = np.zeros(3)
+        if self.phase is Phase.MOVE and p.orientation_gain > 0.0:
+            target = observation.goal.orientation if self.level == 4 else frame
+            # the cube's orientation as the grasp holds it: turned like the tips since it closed
+            # (no camera delay: the camera-delayed orientation made this loop oscillate)
+            current = rotation_between(self._closed_tips, tips) @ self._matrix(self._held_orientation)
+            omega = p.orientation_gain * matrix_rotation_vector(self._matrix(target) @ current.T)
+        if p.moment_cancellation > 0.0:
+            # the moment the other terms exert about the cube's centre (quasi-static tip forces)
+            omega = omega - p.moment_cancellation * total_moment(lever, f1 + f2 + f3 + fw)
+        f4 = (inverse[:, 3:] @ omega).reshape(N_FINGERS, 3)
+
+        self.terms = dict(f1=f1, f2=f2, f3=f3, f4=f4, weight=fw, gravity=gravity,
+                          references=references, tips=tips)
+        command = tau1 + force_torques(jac, (f2 + f3 + f4 + fw) + (f1 if isotropic else 0.0))
+        return fit_to_limit(command, gravity).reshape(-1)
+
+    def _matrix(self, quaternion: np.ndarray) -> np.ndarray:
+        """Rotation matrix of ``quaternion``, cached (levels 1-3 hold one orientation)."""
+        key = quaternion.tobytes()
+        if key != self._matrix_key:
+            self._matrix_key = key
+            self._matrix_value = cube_geometry.to_matrix(quaternion)
+        return self._matrix_value
+
+    def _lost(self, observation: Observation, tips: np.ndarray) -> bool:
+        """True on the second image in a row on which fewer than two fingertips (as they were
+        when the image was taken) are within ``REGRASP_DISTANCE`` of the observed cube's
+        surface."""
+        pose = observation.cube
+        if pose.stamp == self._lost_stamp:
+            return False
+        self._lost_stamp = pose.stamp
+        k = self._at(pose.stamp)
+        then = self._history_all_tips[k] if k is not None else tips
+        local = cube_geometry.to_cube_frame(pose, then)
+        outside = np.linalg.norm(np.maximum(np.abs(local) - cube_geometry.HALF_WIDTH, 0.0), axis=1)
+        holding = int(np.sum(outside <= REGRASP_DISTANCE))
+        self._lost_images = self._lost_images + 1 if holding < 2 else 0
+        return self._lost_images >= 2

@@ -1,0 +1,152 @@
+"""CIC (paper 004 §IV-C): the tau_1..tau_4 terms in the quasi-static model, the parameter set,
+and a short simulated episode in which CIC-CG grasps and lifts the cube (simulation)."""
+import numpy as np
+import pytest
+
+from trifinger_controllers import cube, evaluation, grasps, task
+from trifinger_controllers.controllers.cic import (
+    CIC_PARAMETERS,
+    ISOTROPIC_MASS,
+    CartesianImpedanceController,
+    fit_to_limit,
+    force_torques,
+    impedance_torques,
+    moment_forces,
+    moment_torques,
+    resultant_cancelling_forces,
+    resultant_cancelling_torques,
+    skew,
+    wrench_forces,
+)
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.platform import SimulatedPlatform
+from trifinger_controllers.types import TORQUE_LIMIT, CubePose
+
+KIN = FingerKinematics()
+
+
+def exact_tip_forces(jac, torques):
+    """F_i = J_i^-T tau_i with the exact inverse (the controller's is damped near singularities)."""
+    return np.array([np.linalg.solve(j.T, t) for j, t in zip(jac, torques)])
+CUBE = CubePose(np.array([0.01, -0.02, 0.0325]), cube.from_yaw(0.3))
+
+
+def grasp_state():
+    """Joint positions with the tips on a CG grasp of CUBE, its world normals and contacts."""
+    grasp = grasps.center_of_three_grasp(CUBE, None, KIN)
+    q = KIN.inverse_kinematics(grasp.tip_targets(CUBE))
+    points, normals = grasp.in_world(CUBE)
+    return q, KIN.tip_jacobians(q), points, normals
+
+
+def test_tau3_cancels_the_resultant_of_the_normal_forces():
+    q, jac, _, normals = grasp_state()
+    f2 = 1.5 * normals
+    resultant = f2.sum(axis=0)
+    assert np.linalg.norm(resultant) > 1.0  # CG: the lone finger's push is not balanced
+    tau3 = resultant_cancelling_torques(jac, normals, resultant)
+    total = exact_tip_forces(jac, force_torques(jac, f2) + tau3).sum(axis=0)   # [J^-T ...][tau_2 + tau_3]
+    np.testing.assert_allclose(total, 0.0, atol=1e-9)
+    # the solution loads the contacts along their normals (no friction needed for it)
+    f3 = resultant_cancelling_forces(normals, resultant)
+    tangential = f3 - np.einsum("fi,fi->f", f3, normals)[:, None] * normals
+    assert np.max(np.linalg.norm(tangential, axis=1)) < 1e-2 * np.linalg.norm(resultant)
+    # ...while the equal split (large eps) leaves a third on each finger
+    np.testing.assert_allclose(resultant_cancelling_forces(normals, resultant, 1e6), np.tile(-resultant / 3, (3, 1)),
+                               atol=1e-4)
+
+
+def test_tau4_exerts_the_requested_moment_and_no_force():
+    q, jac, points, _ = grasp_state()
+    levers = points - CUBE.position
+    omega = np.array([0.004, -0.01, 0.006])
+    tau4 = moment_torques(jac, levers, omega)
+    forces = exact_tip_forces(jac, tau4)                                   # quasi-static model
+    np.testing.assert_allclose(np.cross(levers, forces).sum(axis=0), omega, atol=1e-10)
+    np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-10)
+    # [S(r_i) J_i^-T] tau_4 written out as in §IV-C
+    inverse_transposes = np.array([np.linalg.inv(j.T) for j in jac])
+    np.testing.assert_allclose(skew(levers[0]) @ omega, np.cross(levers[0], omega))
+    blocks = np.einsum("fij,fjk,fk->fi", skew(levers), inverse_transposes, tau4)
+    np.testing.assert_allclose(blocks.sum(axis=0), omega, atol=1e-10)
+
+
+def test_wrench_forces_carry_the_weight_without_tipping_the_cube():
+    _, _, points, normals = grasp_state()
+    levers = points - CUBE.position
+    weight = np.array([0.0, 0.0, 0.92])
+    forces = wrench_forces(levers, weight, np.zeros(3))
+    np.testing.assert_allclose(forces.sum(axis=0), weight, atol=1e-10)
+    np.testing.assert_allclose(np.cross(levers, forces).sum(axis=0), 0.0, atol=1e-10)
+    # CG: the lone finger (normal not opposed by another finger) carries ~nothing
+    opposed = [i for i in range(3) if np.any(np.isclose(normals @ normals[i], -1.0, atol=1e-6))]
+    assert len(opposed) == 2
+    lone = ({0, 1, 2} - set(opposed)).pop()
+    assert np.linalg.norm(forces[lone]) < 0.05
+
+
+def test_impedance_law_matches_the_operational_space_form():
+    q, jac, _, _ = grasp_state()
+    mass = KIN.mass_matrix(q)
+    blocks = np.stack([mass[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(3)])
+    error = np.array([[0.01, 0.0, 0.0], [0.0, -0.01, 0.005], [0.0, 0.0, 0.01]])
+    stiffness = np.array([500.0, 500.0, 700.0])
+    tau = impedance_torques(blocks, jac, error, np.zeros((3, 3)), stiffness, 0.0)
+    # M J^-1 a = J^T Lambda a with Lambda = (J M^-1 J^T)^-1
+    for i in range(3):
+        lam = np.linalg.inv(jac[i] @ np.linalg.solve(blocks[i], jac[i].T))
+        np.testing.assert_allclose(tau[i], jac[i].T @ lam @ (stiffness * error[i]), rtol=1e-3, atol=1e-8)  # J^-1 damped
+    iso = impedance_torques(blocks, jac, error, np.zeros((3, 3)), stiffness, 0.0, isotropic=True)
+    np.testing.assert_allclose(exact_tip_forces(jac, iso), ISOTROPIC_MASS * stiffness * error, atol=1e-9)
+
+
+def test_fit_to_limit_scales_a_finger_as_a_whole():
+    gravity = np.array([[0.1, -0.2, 0.0], [0.0, 0.0, 0.0], [0.3, 0.3, 0.3]])
+    command = np.array([[0.5, 0.1, -0.2], [0.1, 0.1, 0.1], [0.2, -0.2, 0.0]])
+    out = fit_to_limit(command, gravity)
+    assert np.all(np.abs(out) <= TORQUE_LIMIT + 1e-12)
+    np.testing.assert_allclose(out[1], command[1])                         # within the limit: unchanged
+    scale = (out[0] - gravity[0]) / command[0]
+    np.testing.assert_allclose(scale, scale[0])                             # same factor per joint
+    assert 0 < scale[0] < 1 and np.isclose(np.max(np.abs(out[0])), TORQUE_LIMIT)
+
+
+def test_parameters_and_bad_input():
+    assert CartesianImpedanceController.rate_hz == 100.0 and CartesianImpedanceController.name == "cic"
+    for name in ("stiffness_xy", "stiffness_z", "position_gain", "grasp_force", "orientation_gain",
+                 "reference_depth", "reference_height"):  # §VI: gains and x_r
+        assert name in CIC_PARAMETERS.names
+    with pytest.raises(ValueError, match="cic parameter set"):
+        from trifinger_controllers.params import Parameter, ParameterSet
+        CartesianImpedanceController("cg", ParameterSet("cpc", [Parameter("kp", 1.0, 0.0, 2.0)]), KIN)
+    with pytest.raises(ValueError, match="outside its interval"):
+        CIC_PARAMETERS.replace(stiffness_xy=1e6)
+    with pytest.raises(TypeError):
+        CartesianImpedanceController(3.0, None, KIN)
+    with pytest.raises(ValueError, match="unknown grasp"):
+        CartesianImpedanceController("xx", None, KIN)
+    with pytest.raises(RuntimeError, match="reset"):
+        platform = SimulatedPlatform()
+        try:
+            CartesianImpedanceController("cg", None, KIN).compute(platform.reset(CUBE, CUBE))
+        finally:
+            platform.close()
+
+
+def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
+    """Simulation, level 3, fixed seed: the cube is grasped and lifted 4 cm within 5 s."""
+    goal0, initial, seed = evaluation.episode_specs(3, 1, 7)[0]
+    goal = CubePose(initial.position + np.array([0.0, 0.0, 0.04]), np.array([0.0, 0.0, 0.0, 1.0]))
+    controller = CartesianImpedanceController("cg", None, KIN, level=3)
+    platform = SimulatedPlatform(seed=seed)
+    try:
+        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=5.0, kinematics=KIN)
+        final = platform.true_cube_pose()
+        holding = evaluation.holding_fingers(KIN, final, platform.robot_state().position)
+    finally:
+        platform.close()
+    assert record.error is None and not record.drop
+    assert final.position[2] > task.RESTING_HEIGHT + 0.025, final.position
+    assert holding == 3
+    assert record.position_error_cm < 2.0
+    assert controller.grasp.name == "cg" and controller.phase.name == "MOVE"

@@ -1,0 +1,142 @@
+"""Bayesian optimisation (trifinger_controllers.optimization, scripts/optimize; paper 004 §V-§VI)."""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from trifinger_controllers.optimization import optimise
+from trifinger_controllers.params import Parameter, ParameterSet, load_params
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "optimize")
+
+SPACE = ParameterSet("toy", [
+    Parameter("a", 1.0, 0.0, 2.0),
+    Parameter("b", 1.0, 0.1, 10.0, log=True),
+    Parameter("c", 0.0, -1.0, 1.0),
+])
+OPTIMUM = {"a": 1.3, "b": 10 ** 0.2, "c": -0.4}
+
+
+def toy(params: ParameterSet) -> float:
+    """A smooth function with its maximum 0 at OPTIMUM (b on a log scale, as BO sees it)."""
+    return -((params.a - 1.3) ** 2 + (np.log10(params.b) - 0.2) ** 2 + (params.c + 0.4) ** 2)
+
+
+@pytest.fixture(scope="module")
+def toy_result():
+    return optimise(toy, SPACE, iterations=10, initial=4, seed=3)
+
+
+def test_bo_improves_on_random_initial_points(toy_result):
+    values = [e.objective for e in toy_result.evaluations]
+    assert [e.kind for e in toy_result.evaluations] == ["initial"] * 4 + ["bo"] * 10
+    assert toy_result.best_value == max(values)
+    assert toy_result.best_value > max(values[:4])
+    assert toy_result.best_value > -0.02  # within ~0.14 of the optimum in every coordinate
+    for name, value in OPTIMUM.items():
+        assert toy_result.best[name] == pytest.approx(value, abs=0.25 if name != "b" else 0.6)
+    assert toy_result.gp is not None and toy_result.gp.kernel.startswith("Matern(nu=2.5)")
+    assert set(toy_result.gp.lengthscales) == {"a", "b", "c"}
+
+
+def test_bo_is_deterministic_for_a_seed(toy_result):
+    # iteration i depends on (seed, i) and the data only: a shorter run is a prefix of the longer
+    again = optimise(toy, SPACE, iterations=3, initial=4, seed=3)
+    assert [e.vector for e in again.evaluations] == [e.vector for e in toy_result.evaluations[:7]]
+    assert [e.objective for e in again.evaluations] == [e.objective for e in toy_result.evaluations[:7]]
+    other = optimise(toy, SPACE, iterations=0, initial=4, seed=4)
+    assert other.evaluations[0].vector != toy_result.evaluations[0].vector
+
+
+def test_subset_search_keeps_the_other_values():
+    space = SPACE.replace(c=0.25)
+    result = optimise(toy, space, iterations=1, initial=2, seed=0, names=["a"])
+    assert all(e.values["c"] == 0.25 and e.values["b"] == 1.0 for e in result.evaluations)
+    assert len(result.evaluations[0].vector) == 1
+    with pytest.raises(ValueError, match="distinct names"):
+        optimise(toy, SPACE, iterations=1, names=["a", "nope"])
+    with pytest.raises(ValueError, match="not finite"):
+        optimise(lambda p: float("nan"), SPACE, iterations=0, initial=2)
+
+
+def load_cli():
+    """scripts/optimize as a module (bad-input cases run in-process: no interpreter start-up)."""
+    loader = importlib.machinery.SourceFileLoader("optimize_cli", SCRIPT)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+CLI = load_cli()
+
+
+def run_cli_inprocess(capsys, *args):
+    code = CLI.main(list(args))
+    return code, capsys.readouterr().err
+
+
+def run_cli(*args):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_cli_writes_a_loadable_parameter_file(tmp_path):
+    """A real (tiny) run: MP on level 3, 2 random + 1 BO candidates of one 1.5 s episode."""
+    intervals = tmp_path / "intervals.yaml"
+    intervals.write_text("path_speed: [0.02, 0.2]\n")
+    out, out_json = tmp_path / "mp.yaml", tmp_path / "mp.json"
+    done = run_cli("--controller", "mp", "--level", "3", "--iterations", "1", "--initial", "2",
+                   "--episodes", "1", "--seconds", "1.5", "--seed", "1",
+                   "--parameters", "path_speed,kp", "--intervals", str(intervals),
+                   "--out", str(out), "--json", str(out_json), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    params = load_params("mp", out)
+    data = json.loads(out_json.read_text())
+    assert data["label"] == "simulation" and len(data["evaluations"]) == 3
+    assert data["best"] == params.to_dict()
+    assert data["intervals"]["path_speed"] == [0.02, 0.2]
+    assert all(0.02 <= e["values"]["path_speed"] <= 0.2 for e in data["evaluations"])
+    assert all(e["summary"]["mean_all"]["cumulative_reward"] == pytest.approx(e["objective"])
+               for e in data["evaluations"])
+
+
+@pytest.mark.parametrize("content, message", [
+    ("nope: [0, 1]\n", "unknown parameter 'nope'"),
+    ("kp: [10, 5]\n", "must be below"),
+    ("kp: [1, 5]\n", "not inside"),
+    ("kp: 3\n", "expected [low, high]"),
+])
+def test_cli_rejects_bad_intervals(tmp_path, capsys, content, message):
+    intervals = tmp_path / "intervals.yaml"
+    intervals.write_text(content)
+    code, stderr = run_cli_inprocess(
+        capsys, "--controller", "mp", "--level", "3", "--iterations", "1", "--episodes", "1",
+        "--intervals", str(intervals), "--out", str(tmp_path / "p.yaml"),
+        "--json", str(tmp_path / "o.json"))
+    assert code == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], stderr
+    assert not (tmp_path / "p.yaml").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--controller", "xyz"], "invalid choice"),
+    (["--controller", "mp", "--episodes", "0"], "--episodes must be >= 1"),
+    (["--controller", "mp", "--parameters", "kp,bogus"], "unknown parameter(s) bogus"),
+    (["--controller", "mp", "--out", "/nonexistent/dir/p.yaml"], "directory does not exist"),
+])
+def test_cli_rejects_bad_arguments(tmp_path, capsys, args, message):
+    base = {"--level": "3", "--iterations": "1", "--episodes": "1",
+            "--out": str(tmp_path / "p.yaml"), "--json": str(tmp_path / "o.json")}
+    for key, value in zip(args[::2], args[1::2]):
+        base[key] = value
+    code, stderr = run_cli_inprocess(capsys, *[x for kv in base.items() for x in kv])
+    assert code == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], stderr

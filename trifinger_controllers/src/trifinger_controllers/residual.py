@@ -564,6 +564,18 @@ def _eval_summary(result: Dict[str, Any]) -> Dict[str, Any]:
             "drop_rate": result["drop_rate"], "errors": result["errors"]}
 
 
+def _source_digest(cls: type) -> Optional[str]:
+    """SHA-256 of the file defining ``cls`` (which version of the base controller a policy was
+    trained on; recorded, not enforced)."""
+    import hashlib
+    import inspect
+    try:
+        with open(inspect.getsourcefile(cls) or "", "rb") as stream:
+            return hashlib.sha256(stream.read()).hexdigest()
+    except (OSError, TypeError):
+        return None
+
+
 def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: int, out: str,
           episode_seconds: float = 10.0, eval_every: int = 10_000, eval_trials: int = 3,
           eval_seconds: float = 15.0, eval_seed: int = 1000, config: SACConfig = SACConfig(),
@@ -589,6 +601,7 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
                       physics_steps_per_rl_step=env.period, eval_every=eval_every,
                       eval_trials=eval_trials, eval_seconds=eval_seconds, eval_seed=eval_seed,
                       sac=asdict(config), reward_weights=asdict(weights), residual_scale=RESIDUAL_SCALE,
+                      base_source_sha256=_source_digest(type(env.base)),
                       params=params.to_dict() if params is not None else None)
     result = TrainingResult(config=run_config)
     policy = ResidualPolicy(model.actor, policy_metadata(controller, grasp, level, rate))
@@ -642,6 +655,7 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
                              simulated_seconds=steps * env.dt,
                              env_errors=env.errors)
     training = dict(steps=steps, seed=seed, episode_seconds=episode_seconds, reward_weights=asdict(weights),
+                    base_source_sha256=_source_digest(type(env.base)),
                     sac=asdict(config), final_eval=result.learning_curve[-1] if result.learning_curve else None)
     save_policy(out, model.actor, policy_metadata(controller, grasp, level, rate, training))
     return result

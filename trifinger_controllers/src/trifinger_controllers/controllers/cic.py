@@ -105,6 +105,8 @@ BESIDE_TOLERANCE = 0.004
 APPROACH_TIMEOUT = 3.0
 #: The cube is lost if fewer than two fingertip centres are this close [m] to its surface.
 REGRASP_DISTANCE = 0.025
+#: Grasps tried, in this order, when the controller's own has no reachable regrasp.
+FALLBACK_GRASPS = ("pg", "og", "tg")
 #: Duration [s] of RETREAT and how far [m] the tips back off outwards and upwards.
 RETREAT_SECONDS = 0.6
 RETREAT_DISTANCE = 0.04
@@ -374,7 +376,12 @@ class CartesianImpedanceController(Controller):
     def _start_grasp(self, observation: Observation) -> None:
         """Choose a grasp for the observed cube and approach it."""
         p = self._p
-        self.grasp = self._choose_grasp(observation)
+        try:
+            self.grasp = self._choose_grasp(observation)
+        except grasps.GraspError:
+            if self.grasp is None:  # the first grasp: nothing to fall back on, report it
+                raise
+            self.grasp = self._fallback_grasp(observation)
         self._normals = self.grasp.normals                                   # inward, cube frame
         # tip centres touching the faces, contacts on side faces raised by contact_height (above
         # the centre of mass the cube hangs from its contacts like a pendulum instead of
@@ -398,6 +405,17 @@ class CartesianImpedanceController(Controller):
         self._tip_offsets: Optional[np.ndarray] = None
         self._closed_tips: Optional[np.ndarray] = None
         self._enter(Phase.ABOVE, observation.robot.time)
+
+    def _fallback_grasp(self, observation: Observation) -> grasps.Grasp:
+        """A regrasp for a cube where the chosen strategy has no reachable grasp (e.g. dropped
+        near the arena's edge): the first reachable of :data:`FALLBACK_GRASPS`; GraspError if
+        none is."""
+        for name in FALLBACK_GRASPS:
+            try:
+                return grasps.make_grasp(name, observation.cube, observation.goal, self.kin, self.level)
+            except grasps.GraspError:
+                continue
+        raise grasps.GraspError("no reachable grasp for this cube pose")
 
     def _enter(self, phase: Phase, t: float) -> None:
         self.phase = phase

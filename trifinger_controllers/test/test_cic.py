@@ -11,7 +11,6 @@ from trifinger_controllers.controllers.cic import (
     fit_to_limit,
     force_torques,
     impedance_torques,
-    moment_forces,
     moment_torques,
     resultant_cancelling_forces,
     resultant_cancelling_torques,

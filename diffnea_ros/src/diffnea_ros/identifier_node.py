@@ -140,7 +140,7 @@ class IdentifierNode:
             identifier.add_joint_state(msg.header.stamp.to_sec(), msg.name, msg.position,
                                        msg.velocity, msg.effort, tag=msg.header)
         except DiffneaError as exc:   # InvalidSample, or no identifiable joint in the message
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: joint state dropped: {exc}")
+            rospy.logerr_throttle_identical(1.0, f"{rospy.get_name()}: joint state dropped: {exc}")
 
     def _publish_efforts(self, _event) -> None:
         identifier = self.identifier

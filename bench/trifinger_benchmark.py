@@ -3,16 +3,16 @@
 * level 3: the paper's pairings CPC-TG, CIC-CG, MP-PG, ``--trials`` trials each (default 20):
   mean final position error [cm], drop rate, reward (paper 004 Table IV "simulation" rows);
 * level 4 with a 10 degree initial orientation error: the same pairings (orientation error);
-* mix and match (paper Table II layout): the 3 controllers x 3 grasps (TG, CG, OG; PG for MP in
-  the paper's pairing is the planned variant) on level 4 with initial orientation errors
-  ``--mix-errors`` (paper: 10, 25, 35 deg, 15 trials), ``--mix-trials`` per cell;
+* mix and match (paper Table II layout): the 3 controllers x the grasps of Table II (CG, PG, TG)
+  on level 4 with initial orientation errors ``--mix-errors`` (paper: 10, 25, 35 deg, 15
+  trials), ``--mix-trials`` per cell;
 * timing: wall time per episode, controller compute time per call (target <= 0.5 ms for CPC and
   CIC), MP planning time per grasp attempt.
 Goals and initial poses come from the seed only, identical for every controller. Results are
 simulation results (trifinger_simulation, PyBullet), never real-robot ones.
 
     python bench/trifinger_benchmark.py --out bench/results/trifinger_controllers.json \
-        [--trials 20] [--mix-trials 5] [--mix-errors 10] [--seconds 30] [--skip-mix]
+        [--trials 20] [--mix-trials 5] [--mix-errors 10 25 35] [--seconds 30] [--parts level3 level4 mix]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from trifinger_controllers.evaluation import evaluate
 from trifinger_controllers.kinematics import FingerKinematics
 
 PAIRINGS = tuple((name, default_grasp(name)) for name in CONTROLLERS)   # CPC-TG, CIC-CG, MP-PG
-MIX_GRASPS = ("tg", "cg", "og")
+MIX_GRASPS = ("cg", "pg", "tg")   # the rows of paper Table II
 
 
 class Factory:
@@ -65,10 +65,15 @@ def run(name: str, grasp: str, level: int, trials: int, seed: int, seconds: floa
     return result
 
 
+def kept(result: dict) -> bool:
+    """True if some trial kept the cube (mean/std are over those trials only)."""
+    return result["mean"]["position_error_cm"] is not None
+
+
 def row(result: dict) -> str:
     m, s = result["mean"], result["std"]
-    pos = f"{m['position_error_cm']:.3f} ± {s['position_error_cm']:.3f}" if m else "-"
-    ori = f"{m['orientation_error_deg']:.1f} ± {s['orientation_error_deg']:.1f}" if m else "-"
+    pos = f"{m['position_error_cm']:.3f} ± {s['position_error_cm']:.3f}" if kept(result) else "-"
+    ori = f"{m['orientation_error_deg']:.1f} ± {s['orientation_error_deg']:.1f}" if kept(result) else "-"
     rew = f"{result['mean_all']['reward']:.4f}"
     return (f"{result['controller']}-{result['grasp']:3s} L{result['level']} "
             f"reward {rew:>8s}  pos [cm] {pos:>16s}  ori [deg] {ori:>12s}  "
@@ -83,19 +88,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--mix-trials", type=int, default=5)
-    parser.add_argument("--mix-errors", type=float, nargs="+", default=[10.0])
-    parser.add_argument("--skip-mix", action="store_true")
+    parser.add_argument("--mix-errors", type=float, nargs="+", default=[10.0, 25.0, 35.0])
+    parser.add_argument("--parts", nargs="+", choices=("level3", "level4", "mix"),
+                        default=["level3", "level4", "mix"], help="what to run (default all)")
     args = parser.parse_args()
     results: dict = {"benchmark": "trifinger_controllers", "label": "simulation",
                      "seconds_per_episode": args.seconds, "seed": args.seed,
                      "level3": [], "level4_10deg": [], "mix_and_match": []}
-    for name, grasp in PAIRINGS:
+    for name, grasp in PAIRINGS if "level3" in args.parts else ():
         results["level3"].append(run(name, grasp, 3, args.trials, args.seed, args.seconds))
         print(row(results["level3"][-1]), flush=True)
-    for name, grasp in PAIRINGS:
+    for name, grasp in PAIRINGS if "level4" in args.parts else ():
         results["level4_10deg"].append(run(name, grasp, 4, args.trials, args.seed, args.seconds, 10.0))
         print(row(results["level4_10deg"][-1]), flush=True)
-    if not args.skip_mix:
+    if "mix" in args.parts:
         for error in args.mix_errors:
             for name in CONTROLLERS:
                 for grasp in MIX_GRASPS:
@@ -111,11 +117,13 @@ def main() -> None:
     results["targets"] = {
         "level3_position_error_cm_max": 0.25, "level3_drop_rate_max": 0.0,
         "level3_met": {f"{r['controller']}-{r['grasp']}": bool(
-            r["mean"] and r["mean"]["position_error_cm"] <= 0.25 and r["drop_rate"] == 0.0) for r in l3},
+            kept(r) and r["mean"]["position_error_cm"] <= 0.25 and r["drop_rate"] == 0.0) for r in l3},
         "level4_orientation_error_deg_max_best": 10.0,
         "level4_best": min((r["mean"]["orientation_error_deg"], f"{r['controller']}-{r['grasp']}")
-                           for r in l4 if r["mean"]) if any(r["mean"] for r in l4) else None,
+                           for r in l4 if kept(r)) if any(kept(r) for r in l4) else None,
         "compute_ms_max_cpc_cic": 0.5,
+        "compute_ms_mean": {f"{r['controller']}-{r['grasp']} L{r['level']}": r["compute_us"]["mean"] / 1e3
+                            for r in l3 + l4 if r["compute_us"]["mean"] is not None},
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:

@@ -107,19 +107,42 @@ def test_tg_puts_each_finger_on_its_own_face_along_its_side(yaw, kinematics):
 
 @pytest.mark.parametrize("yaw", YAWS)
 @pytest.mark.parametrize("direction", (0.0, 2.0, -2.5))
-def test_cg_leaves_the_face_towards_the_goal_free_at_level_3(yaw, direction, kinematics):
+def test_cg_leaves_a_face_towards_the_goal_free_at_level_3(yaw, direction, kinematics):
     pose = resting(yaw)
     goal = CubePose(pose.position + 0.08 * np.array([np.cos(direction), np.sin(direction), 0.0])
                     + np.array([0.0, 0.0, 0.03]), cube.IDENTITY)
+    towards = np.array([np.cos(direction), np.sin(direction), 0.0])
+    vertical = cube.rotate(pose.orientation, cube.FACE_NORMALS[grasps.vertical_faces(pose)])
+    # without the kinematics: the paper's rule, the face closest to the goal is free
+    paper = grasps.center_of_three_grasp(pose, goal, None, level=3)
+    goal_face = vertical[np.argmax(vertical @ towards)]
+    assert not np.any(np.all(np.isclose(-cube.rotate(pose.orientation, paper.normals), goal_face,
+                                        atol=1e-9), axis=1))
+    # with them: a face towards the goal is free, and the grasp is reachable
     grasp = grasps.center_of_three_grasp(pose, goal, kinematics, level=3)
     assert_on_surface(grasp)
     np.testing.assert_allclose(np.abs(grasp.contact_points).sum(axis=1), H)  # face centres
     outward_world = -cube.rotate(pose.orientation, grasp.normals)
-    towards = np.array([np.cos(direction), np.sin(direction), 0.0])
-    vertical = cube.rotate(pose.orientation, cube.FACE_NORMALS[grasps.vertical_faces(pose)])
-    goal_face = vertical[np.argmax(vertical @ towards)]
-    assert not np.any(np.all(np.isclose(outward_world, goal_face, atol=1e-9), axis=1))
+    free = [f for f in vertical if not np.any(np.all(np.isclose(outward_world, f, atol=1e-9), axis=1))]
+    assert len(free) == 1 and free[0] @ towards >= -1e-9
     assert np.max(grasps.ik_residual(grasp, pose, kinematics)) < grasps.IK_TOLERANCE
+
+
+def test_cg_picks_the_assignment_with_torque_left_at_a_far_goal(kinematics):
+    """A far, high goal (level-3 trial of the benchmark that dropped with the paper's rule): the
+    face nearest the goal free needs ~0.39 N m to hold the cube there; the chosen CG much less."""
+    pose = CubePose(np.array([0.0172, -0.0200, H]), cube.from_yaw(0.79))
+    goal = CubePose(np.array([0.0915, 0.0990, 0.0960]), cube.IDENTITY)
+    at_goal = CubePose(goal.position, pose.orientation)
+    grasp = grasps.center_of_three_grasp(pose, goal, kinematics, level=3)
+    paper = grasps.center_of_three_grasp(pose, goal, None, level=3)
+    paper = grasps.assign_fingers(paper.contact_points, paper.normals, pose, kinematics, "cg",
+                                  (at_goal,))[0]
+    chosen_torque = grasps.holding_torque(grasp, at_goal, kinematics)
+    assert chosen_torque < 0.8 * 0.397
+    assert chosen_torque < grasps.holding_torque(paper, at_goal, kinematics)
+    assert grasps.holding_torque(grasp, CubePose(np.array([0.5, 0.0, 0.1]), cube.IDENTITY),
+                                 kinematics) == float("inf")  # unreachable
 
 
 def test_cg_level_4_puts_a_pair_along_the_rotation_axis():

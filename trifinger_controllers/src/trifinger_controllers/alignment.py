@@ -37,11 +37,10 @@ from trifinger_controllers.controller import Controller
 from trifinger_controllers.controllers.cic import (
     CIC_PARAMETERS,
     CartesianImpedanceController,
-    GraspSpec,
-    Phase,
     fit_to_limit,
     impedance_torques,
 )
+from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.task import RESTING_HEIGHT

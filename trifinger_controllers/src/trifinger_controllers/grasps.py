@@ -38,7 +38,7 @@ from scipy.optimize import linprog
 
 from trifinger_controllers import cube
 from trifinger_controllers.kinematics import FingerKinematics
-from trifinger_controllers.types import N_FINGERS, CubePose, Observation
+from trifinger_controllers.types import CUBE_MASS, N_FINGERS, CubePose, Observation
 
 HALF_WIDTH = cube.HALF_WIDTH
 #: Distance [m] of the fingertip frame from a face it touches: robot_properties_fingers'
@@ -59,6 +59,11 @@ OG_SPREAD = 0.6 * HALF_WIDTH
 IK_TOLERANCE = 0.004
 #: Faces whose outward normal has |z| below this count as vertical.
 VERTICAL_Z = 0.5
+#: Squeeze [N] along each inward normal assumed by :func:`holding_torque` (CIC's default K2).
+HOLDING_SQUEEZE = 1.0
+#: CG chooses by :func:`holding_torque` for goals this far [m] above the floor (the cube is
+#: carried); goals on the floor (level 1, sliding) keep the paper's rule.
+CARRY_HEIGHT = 0.01
 
 
 class GraspError(ValueError):
@@ -299,6 +304,24 @@ def grasp_cost(grasp: Grasp, pose: CubePose, kinematics: Optional[FingerKinemati
     return cost
 
 
+def holding_torque(grasp: Grasp, pose: CubePose, kinematics: FingerKinematics,
+                   squeeze: float = HOLDING_SQUEEZE) -> float:
+    """Largest joint torque [N m] of holding the cube statically with ``grasp`` at ``pose``:
+    ``max |g(q) + J^T F|`` at the IK configuration, each tip pressing ``squeeze`` along its inward
+    normal and carrying a third of the cube's weight (inf if unreachable). A grasp whose holding
+    torque is near the robot's 0.397 N m has nothing left to correct with: measured with CG at
+    far goals (level 3), those dropped the cube while the alternatives held it."""
+    targets = grasp.tip_targets(pose)
+    q = kinematics.inverse_kinematics(targets)
+    if np.max(np.linalg.norm(kinematics.tip_positions(q) - targets, axis=1)) > IK_TOLERANCE:
+        return float("inf")
+    _, normals = grasp.in_world(pose)
+    forces = squeeze * normals + np.array([0.0, 0.0, CUBE_MASS * 9.81 / N_FINGERS])
+    torques = kinematics.gravity(q).reshape(N_FINGERS, 3) + np.einsum(
+        "fji,fj->fi", kinematics.tip_jacobians(q), forces)
+    return float(np.max(np.abs(torques)))
+
+
 def assign_fingers(
     points: np.ndarray, normals: np.ndarray, pose: CubePose,
     kinematics: Optional[FingerKinematics] = None, name: str = "grasp",
@@ -366,9 +389,11 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
                           kinematics: Optional[FingerKinematics] = None, level: int = 3) -> Grasp:
     """CG (§IV-C): fingertips at the centres of three of the four vertical faces.
 
-    Levels 1-3: the vertical face whose normal points most towards the goal (horizontally) gets
-    no finger, so the others can push the cube there (without a goal: the face that is hardest
-    for the fingers to reach). Level 4: two fingers on the pair of opposite faces whose axis is
+    Levels 1-3: a vertical face whose normal points towards the goal (horizontally) gets no
+    finger, so the others can push the cube there: the paper's face closest to the goal without
+    the kinematics; with them, of the faces towards the goal and their finger assignments the one
+    needing the least torque to hold the cube at a goal above the floor (:func:`holding_torque`;
+    without a goal: the face that is hardest for the fingers to reach). Level 4: two fingers on the pair of opposite faces whose axis is
     closest to the rotation from the cube's to the goal's orientation, the third on the face at
     which an upward force turns the cube about that axis in the right sense. Fingers are
     assigned by :func:`assign_fingers`; GraspError if no assignment is reachable."""
@@ -390,6 +415,8 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
         else:
             towards = np.zeros(3)
         if np.linalg.norm(towards) > 1e-3:
+            if kinematics is not None and goal.position[2] > HALF_WIDTH + CARRY_HEIGHT:
+                return _least_torque_center_of_three(cube_pose, goal, kinematics, level, towards)
             free = max(faces, key=lambda f: float(normals_world[f] @ towards))
             chosen = [f for f in faces if f != free]
         else:  # no horizontal motion needed: leave free the face that suits the fingers least
@@ -403,6 +430,35 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
     if not np.isfinite(cost):
         raise GraspError("no reachable centre-of-three grasp for this cube pose")
     return grasp
+
+
+def _least_torque_center_of_three(pose: CubePose, goal: CubePose, kinematics: FingerKinematics,
+                                  level: int, towards: np.ndarray) -> Grasp:
+    """CG for levels 1-3 with the kinematics: the free face is one that faces the goal
+    (horizontal normal component towards it >= 0, so the fingers push rather than pull), and
+    of those faces' reachable finger assignments the one with the smallest
+    :func:`holding_torque` at the goal (an addition to §IV-C: with the face nearest the goal
+    always free, far goals left a finger at its torque or joint limit and the cube dropped)."""
+    faces = vertical_faces(pose)
+    normals_world = cube.rotate(pose.orientation, cube.FACE_NORMALS)
+    goal_pose = _goal_pose(pose, goal, level)
+    best: Optional[Tuple[float, float, Grasp]] = None
+    for free in faces:
+        if float(normals_world[free] @ towards) < -1e-9:
+            continue
+        contacts = [face_point(f) for f in faces if f != free]
+        for order in itertools.permutations(range(N_FINGERS)):
+            grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
+                          np.array([contacts[o][1] for o in order]))
+            side = grasp_cost(grasp, pose, None, (goal_pose,))
+            if not np.isfinite(grasp_cost(grasp, pose, kinematics, (goal_pose,))):
+                continue
+            torque = holding_torque(grasp, goal_pose, kinematics)
+            if best is None or (torque, side) < (best[0], best[1]):
+                best = (torque, side, grasp)
+    if best is None:
+        raise GraspError("no reachable centre-of-three grasp for this cube pose")
+    return best[2]
 
 
 def _faces_grasp(faces: Sequence[int], pose: CubePose, goal: Optional[CubePose],

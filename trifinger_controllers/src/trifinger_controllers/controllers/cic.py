@@ -69,15 +69,15 @@ results (trifinger_simulation, PyBullet).
 """
 from __future__ import annotations
 
-import enum
 from types import SimpleNamespace
-from typing import Callable, Optional, Union
+from typing import Optional
 
 import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
 from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.types import CUBE_MASS, N_FINGERS, TORQUE_LIMIT, CubePose, Observation
@@ -147,15 +147,6 @@ CIC_PARAMETERS = ParameterSet("cic", [
     Parameter("close_time", 0.5, 0.1, 2.0, "duration of CLOSE [s]"),
 ])
 
-GraspSpec = Union[str, grasps.Grasp, Callable[[Observation], grasps.Grasp]]
-
-
-class Phase(enum.Enum):
-    ABOVE = "above"
-    BESIDE = "beside"
-    CLOSE = "close"
-    MOVE = "move"
-    RETREAT = "retreat"
 
 
 # ------------------------------------------------------------------------------ §IV-C terms
@@ -356,23 +347,11 @@ class CartesianImpedanceController(Controller):
 
     def __init__(self, grasp: GraspSpec = "cg", params: Optional[ParameterSet] = None,
                  kinematics: Optional[FingerKinematics] = None, level: int = 3) -> None:
-        if params is not None and params.names != CIC_PARAMETERS.names:
-            raise ValueError(f"cic: expected the cic parameter set, got {params.name!r}")
-        if level not in (1, 2, 3, 4):
-            raise ValueError(f"invalid level {level!r}: expected one of (1, 2, 3, 4)")
-        self.params = params if params is not None else CIC_PARAMETERS
+        self.params = check_setup("cic", params, CIC_PARAMETERS, level)
         self._p = SimpleNamespace(**self.params.to_dict())  # plain attributes: read every call
         self.kin = kinematics if kinematics is not None else FingerKinematics()
         self.level = int(level)
-        if isinstance(grasp, str):
-            self._choose_grasp = grasps.grasp_source(grasp, self.kin, self.level)
-        elif isinstance(grasp, grasps.Grasp):
-            fixed = grasp
-            self._choose_grasp = lambda observation: fixed
-        elif callable(grasp):
-            self._choose_grasp = grasp
-        else:
-            raise TypeError(f"cic: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
+        self._choose_grasp = grasp_chooser("cic", grasp, self.kin, self.level)
         self.grasp: Optional[grasps.Grasp] = None
         self._matrix_key = b""
         self._matrix_value = np.eye(3)

@@ -59,15 +59,15 @@ PG, given by name, as a Grasp, or as a callable ``observation -> Grasp``.
 """
 from __future__ import annotations
 
-import enum
 from types import SimpleNamespace
-from typing import Callable, Optional, Tuple, Union
+from typing import Optional, Tuple
 
 import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
 from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.types import CUBE_MASS, N_FINGERS, CubePose, Observation
@@ -122,16 +122,6 @@ CPC_PARAMETERS = ParameterSet("cpc", [
     Parameter("grasp_time", 0.6, 0.1, 2.0, "duration of CLOSE [s]"),
 ])
 
-GraspSpec = Union[str, grasps.Grasp, Callable[[Observation], grasps.Grasp]]
-
-
-class Phase(enum.Enum):
-    ABOVE = "above"
-    BESIDE = "beside"
-    CLOSE = "close"
-    MOVE = "move"
-    HOLD = "hold"
-    RETREAT = "retreat"
 
 
 # ------------------------------------------------------------------------------ §IV-B building blocks
@@ -234,25 +224,13 @@ class CartesianPositionController(Controller):
 
     def __init__(self, grasp: GraspSpec = "tg", params: Optional[ParameterSet] = None,
                  kinematics: Optional[FingerKinematics] = None, level: int = 3) -> None:
-        if params is not None and params.names != CPC_PARAMETERS.names:
-            raise ValueError(f"cpc: expected the cpc parameter set, got {params.name!r}")
-        if level not in (1, 2, 3, 4):
-            raise ValueError(f"invalid level {level!r}: expected one of (1, 2, 3, 4)")
-        self.params = params if params is not None else CPC_PARAMETERS
+        self.params = check_setup("cpc", params, CPC_PARAMETERS, level)
         # plain attributes: read every call (ParameterSet lookups cost ~1 us each)
         self._p = SimpleNamespace(**self.params.to_dict())
         self._weight_force = self._p.weight_feedforward * CUBE_MASS * GRAVITY
         self.kin = kinematics if kinematics is not None else FingerKinematics()
         self.level = int(level)
-        if isinstance(grasp, str):
-            self._choose_grasp = grasps.grasp_source(grasp, self.kin, self.level)
-        elif isinstance(grasp, grasps.Grasp):
-            fixed = grasp
-            self._choose_grasp = lambda observation: fixed
-        elif callable(grasp):
-            self._choose_grasp = grasp
-        else:
-            raise TypeError(f"cpc: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
+        self._choose_grasp = grasp_chooser("cpc", grasp, self.kin, self.level)
         self.grasp: Optional[grasps.Grasp] = None
         self.phase = Phase.ABOVE
         self.regrasps = 0

@@ -15,6 +15,10 @@
 * compliant_actuators: compliant_actuator_gazebo's core step per joint in C++ and from Python,
   and the 5-DoF arm at 1 kHz in the embedded simulation with the core's share of the step, vs
   the same arm with rigid joints (bench/compliant_actuators.py).
+* trifinger_controllers: level 3 (CPC-TG, CIC-CG, MP-PG, 20 trials), level 4 with a 10 degree
+  initial orientation error, the mix-and-match table (paper 004 Table II layout), controller
+  compute time per call and MP planning time per grasp attempt, in simulation
+  (bench/trifinger_benchmark.py, ~1 h; --skip-trifinger leaves it out).
 The machine is shared and noisy: the robot figures are the best of --repeats runs; the latency
 figures are compared with peers measured in the same run.
 """
@@ -24,6 +28,8 @@ import argparse
 import io
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -73,6 +79,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=100)
     parser.add_argument("--latency-seconds", type=float, default=60.0,
                         help="duration of the 1 kHz node latency run")
+    parser.add_argument("--trifinger-trials", type=int, default=20, help="level-3/4 trials per pairing")
+    parser.add_argument("--mix-trials", type=int, default=5, help="trials per mix-and-match cell")
+    parser.add_argument("--skip-trifinger", action="store_true", help="leave out the TriFinger benchmark")
     args = parser.parse_args()
     limits = JointLimits.from_yaml()
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
@@ -119,6 +128,13 @@ def main() -> None:
     print(f"{'node: messages dropped':34s} {latency['node']['dropped']:12d}")
     print_dynamics_table(dynamics)
     print_compliant_table(compliant)
+
+    if not args.skip_trifinger:   # last: the longest part, with its own progress bars and rows
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                     "trifinger_benchmark.py"),
+                        "--out", os.path.join(args.out, "trifinger_controllers.json"),
+                        "--trials", str(args.trifinger_trials), "--mix-trials", str(args.mix_trials)],
+                       check=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
   on level 4 with initial orientation errors ``--mix-errors`` (paper: 10, 25, 35 deg, 15
   trials), ``--mix-trials`` per cell;
 * timing: wall time per episode, controller compute time per call (target <= 0.5 ms for CPC and
-  CIC), MP planning time per grasp attempt.
+  CIC; the ``compute`` part: median and p99 over one level-3 episode per pairing run alone, since
+  the means of the long runs include the machine's load), MP planning time per grasp attempt.
 Goals and initial poses come from the seed only, identical for every controller. Results are
 simulation results (trifinger_simulation, PyBullet), never real-robot ones.
 
@@ -24,8 +25,9 @@ import time
 import numpy as np
 
 from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
-from trifinger_controllers.evaluation import evaluate
+from trifinger_controllers.evaluation import episode_specs, evaluate, run_episode
 from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.platform import SimulatedPlatform
 
 PAIRINGS = tuple((name, default_grasp(name)) for name in CONTROLLERS)   # CPC-TG, CIC-CG, MP-PG
 MIX_GRASPS = ("cg", "pg", "tg")   # the rows of paper Table II
@@ -65,6 +67,21 @@ def run(name: str, grasp: str, level: int, trials: int, seed: int, seconds: floa
     return result
 
 
+def compute_time(name: str, grasp: str, seed: int, seconds: float) -> dict:
+    """Controller compute time per call [us] over one level-3 episode (trial 0 of ``seed``)."""
+    goal, initial, platform_seed = episode_specs(3, 1, seed)[0]
+    factory = Factory(name, grasp, 3)
+    platform = SimulatedPlatform(seed=platform_seed)
+    try:
+        record = run_episode(platform, factory(), 3, goal, initial, seconds, kinematics=factory.kinematics)
+    finally:
+        platform.close()
+    us = record.compute_us
+    return {"controller": name, "grasp": grasp, "calls": int(us.size), "median_us": float(np.median(us)),
+            "mean_us": float(us.mean()), "p99_us": float(np.percentile(us, 99)), "max_us": float(us.max()),
+            "rate_hz": float(factory.controllers[-1].rate_hz), "label": "simulation"}
+
+
 def kept(result: dict) -> bool:
     """True if some trial kept the cube (mean/std are over those trials only)."""
     return result["mean"]["position_error_cm"] is not None
@@ -89,12 +106,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--mix-trials", type=int, default=5)
     parser.add_argument("--mix-errors", type=float, nargs="+", default=[10.0, 25.0, 35.0])
-    parser.add_argument("--parts", nargs="+", choices=("level3", "level4", "mix"),
-                        default=["level3", "level4", "mix"], help="what to run (default all)")
+    parser.add_argument("--parts", nargs="+", choices=("compute", "level3", "level4", "mix"),
+                        default=["compute", "level3", "level4", "mix"], help="what to run (default all)")
     args = parser.parse_args()
     results: dict = {"benchmark": "trifinger_controllers", "label": "simulation",
                      "seconds_per_episode": args.seconds, "seed": args.seed,
-                     "level3": [], "level4_10deg": [], "mix_and_match": []}
+                     "compute": [], "level3": [], "level4_10deg": [], "mix_and_match": []}
+    for name, grasp in PAIRINGS if "compute" in args.parts else ():
+        results["compute"].append(compute_time(name, grasp, args.seed, min(args.seconds, 15.0)))
+        c = results["compute"][-1]
+        print(f"{name}-{grasp} compute per call: median {c['median_us']:.0f} us, p99 {c['p99_us']:.0f} us "
+              f"({c['calls']} calls at {c['rate_hz']:.0f} Hz)", flush=True)
     for name, grasp in PAIRINGS if "level3" in args.parts else ():
         results["level3"].append(run(name, grasp, 3, args.trials, args.seed, args.seconds))
         print(row(results["level3"][-1]), flush=True)
@@ -122,8 +144,10 @@ def main() -> None:
         "level4_best": min((r["mean"]["orientation_error_deg"], f"{r['controller']}-{r['grasp']}")
                            for r in l4 if kept(r)) if any(kept(r) for r in l4) else None,
         "compute_ms_max_cpc_cic": 0.5,
-        "compute_ms_mean": {f"{r['controller']}-{r['grasp']} L{r['level']}": r["compute_us"]["mean"] / 1e3
-                            for r in l3 + l4 if r["compute_us"]["mean"] is not None},
+        "compute_ms_median": {f"{c['controller']}-{c['grasp']}": c["median_us"] / 1e3
+                              for c in results["compute"]},
+        "compute_ms_mean_in_runs": {f"{r['controller']}-{r['grasp']} L{r['level']}": r["compute_us"]["mean"] / 1e3
+                                    for r in l3 + l4 if r["compute_us"]["mean"] is not None},
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:

@@ -1,0 +1,86 @@
+"""Markdown tables in the layouts of paper 004 from our result files (all simulation results):
+
+* :func:`mix_and_match_table`, Table II: controller x grasp rows, per initial orientation error
+  the orientation error [deg], position error [cm] (both over the trials without a drop, the
+  paper's convention) and the drop rate [%];
+* :func:`bo_table`, Table III: manual and BO parameters per controller, mean cumulative reward R,
+  position error and drops (from ``optimize --json``'s ``table_iii``);
+* :func:`rpl_table`, Table IV: each controller with and without its residual policy (from
+  ``train-residual --json``'s ``comparison``).
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Sequence
+
+PAIRING_NAMES = {"cpc": "CPC", "cic": "CIC", "mp": "MP"}
+
+
+def _pm(mean: Optional[float], std: Optional[float], digits: int) -> str:
+    if mean is None:
+        return "–"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def _cell(result: dict) -> List[str]:
+    m, s = result["mean"], result["std"]
+    return [_pm(m["orientation_error_deg"], s["orientation_error_deg"], 1),
+            _pm(m["position_error_cm"], s["position_error_cm"], 2),
+            f"{100.0 * result['drop_rate']:.0f}"]
+
+
+def mix_and_match_table(results: Sequence[dict]) -> str:
+    """Table II from the benchmark's ``mix_and_match`` list (each with ``controller``, ``grasp``,
+    ``init_orientation_error_deg``, ``mean``, ``std``, ``drop_rate`` and ``trials``)."""
+    if not results:
+        raise ValueError("no mix-and-match results")
+    errors = sorted({r["init_orientation_error_deg"] for r in results})
+    cells: Dict[tuple, dict] = {(r["controller"], r["grasp"], r["init_orientation_error_deg"]): r
+                                for r in results}
+    rows = sorted({(r["controller"], r["grasp"]) for r in results},
+                  key=lambda cg: (list(PAIRING_NAMES).index(cg[0]) if cg[0] in PAIRING_NAMES else 9, cg[1]))
+    trials = sorted({len(r["trials"]) for r in results})
+    head = ["Controller", "Grasp"] + [f"{h} (δθ = {e:g}°)" for e in errors
+                                      for h in ("Ori. err. [deg]", "Pos. err. [cm]", "Drop [%]")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for controller, grasp in rows:
+        row = [PAIRING_NAMES.get(controller, controller), grasp.upper()]
+        for e in errors:
+            r = cells.get((controller, grasp, e))
+            row += _cell(r) if r is not None else ["", "", ""]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append(f"\nLevel 4, {'/'.join(map(str, trials))} trials per cell, simulation "
+                 "(trifinger_simulation, PyBullet); errors over the trials without a drop.")
+    return "\n".join(lines)
+
+
+def bo_table(results: Iterable[dict]) -> str:
+    """Table III (level 3) from ``optimize`` JSON files."""
+    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Drop [%]", "R over all trials"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for result in results:
+        name = f"{PAIRING_NAMES.get(result['controller'], result['controller'])}-{result['grasp'].upper()}"
+        table = result["table_iii"]
+        for key, suffix in (("manual", ""), ("bo", " w BO")):
+            r = table[key]
+            lines.append("| " + " | ".join([
+                name + suffix,
+                _pm(r["mean"]["cumulative_reward"], r["std"]["cumulative_reward"], 0),
+                _pm(r["mean"]["position_error_cm"], r["std"]["position_error_cm"], 3),
+                f"{100.0 * r['drop_rate']:.0f}",
+                f"{r['mean_all']['cumulative_reward']:.0f}",
+            ]) + " |")
+    return "\n".join(lines)
+
+
+def rpl_table(results: Iterable[dict]) -> str:
+    """Table IV (level 3) from ``train-residual`` JSON files."""
+    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Drop [%]"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for result in results:
+        for row in result["comparison"]["table"]:
+            lines.append("| " + " | ".join([
+                row["policy"], _pm(row["R_mean"], row["R_std"], 0),
+                _pm(row["position_error_cm_mean"], row["position_error_cm_std"], 3),
+                f"{row['drop_percent']:.0f}",
+            ]) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""The ROS face of :class:`MissionProgram`: node ``mission`` (the robot program of paper 001 §4).
+
+Topics: subscribes ``/vehicle/gps``, ``/vehicle/gps_vel``, ``/vehicle/pitch`` (or the kernel
+manager's ``<topic>_kernel`` republications when ``~use_kernel_topics`` is true, §3.2);
+publishes ``/vehicle/cmd`` (kernel_manager_ros/VehicleCommand) and ``/mission/perf``
+(std_msgs/Float64, perf(t) of §4) every control step, ``/mission/total_reward``
+(std_msgs/Float64) at the end of each mission, and a reset on ``/vehicle/set_state`` at each
+mission start (a start pose drawn as in §4).
+Parameters: ``~config`` (mission YAML), ``~missions`` (0 = forever), ``~gap`` (s between
+missions), ``~seed``, ``~use_kernel_topics``, ``~pitch_speed_gain`` (overrides the config's, for
+a redesigned program). Sensor messages with NaN/Inf are dropped with a throttled error.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+import numpy as np
+import rospy
+from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
+from std_msgs.msg import Float64
+
+from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.mission import (
+    Command, MissionConfig, MissionProgram, average_total_reward)
+from kernel_manager_ros.msg import VehicleCommand, VehicleState
+from kernel_manager_ros.vehicle_messages import (
+    CMD_TOPIC, GPS_TOPIC, GPS_VEL_TOPIC, PERF_TOPIC, PITCH_TOPIC, SET_STATE_TOPIC,
+    command_message, observation, perf_message, reset_message, sensor_message_is_finite)
+from kernel_manager_ros.vehicle_sim_node import default_config_path
+
+KERNEL_SUFFIX = "_kernel"
+
+
+class MissionNode:
+    def __init__(self) -> None:
+        path = rospy.get_param("~config", "") or default_config_path("mission.yaml")
+        config = MissionConfig.from_yaml(path)
+        gain = rospy.get_param("~pitch_speed_gain", None)
+        if gain is not None:
+            config = config.with_program(pitch_speed_gain=float(gain))
+        self.config = config
+        self.missions = int(rospy.get_param("~missions", 0))
+        self.gap = float(rospy.get_param("~gap", 2.0))
+        suffix = KERNEL_SUFFIX if rospy.get_param("~use_kernel_topics", False) else ""
+        self.program = MissionProgram(config, np.random.default_rng(int(rospy.get_param("~seed", 0))))
+        self._lock = threading.Lock()
+        self._latest: dict[str, Any] = {}
+        self._cmd = rospy.Publisher(CMD_TOPIC, VehicleCommand, queue_size=10)
+        self._perf = rospy.Publisher(PERF_TOPIC, Float64, queue_size=10)
+        self._total = rospy.Publisher("/mission/total_reward", Float64, queue_size=10, latch=True)
+        self._reset = rospy.Publisher(SET_STATE_TOPIC, VehicleState, queue_size=1, latch=True)
+        for topic, cls in ((GPS_TOPIC, PointStamped), (GPS_VEL_TOPIC, TwistStamped),
+                           (PITCH_TOPIC, Vector3Stamped)):
+            rospy.Subscriber(topic + suffix, cls, self._on_sensor, callback_args=topic,
+                             queue_size=20)
+        self.totals: list[float] = []
+        rospy.loginfo("%s: %d goals, program %s, sensors %s", rospy.get_name(),
+                      len(config.goals), config.program, "<topic>" + suffix)
+
+    def _on_sensor(self, msg: Any, topic: str) -> None:
+        if not sensor_message_is_finite(msg):
+            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {topic} message with NaN/Inf dropped")
+            return
+        with self._lock:
+            self._latest[topic] = msg
+
+    def _sensors_since(self, t: float) -> Optional[tuple[Any, Any, Any]]:
+        """The latest three sensor messages if all were stamped at or after ``t``."""
+        with self._lock:
+            msgs = tuple(self._latest.get(k) for k in (GPS_TOPIC, GPS_VEL_TOPIC, PITCH_TOPIC))
+        if any(m is None or m.header.stamp.to_sec() < t - 1e-6 for m in msgs):
+            return None
+        return msgs  # type: ignore[return-value]
+
+    def _run_mission(self, rate: rospy.Rate) -> Optional[float]:
+        x, y, yaw = self.program.start_pose()
+        t_reset = rospy.get_time()
+        self._reset.publish(reset_message(t_reset, x, y, yaw))
+        while (msgs := self._sensors_since(t_reset)) is None:
+            if rospy.is_shutdown():
+                return None
+            rate.sleep()
+        self.program.start(rospy.get_time())
+        total = 0.0
+        while not rospy.is_shutdown():
+            t = rospy.get_time()
+            msgs = self._sensors_since(t_reset)
+            tick = self.program.tick(observation(*msgs), t)
+            total += tick.perf
+            self._perf.publish(perf_message(tick.perf))
+            command = tick.command or Command(0.0, 0.0)
+            self._cmd.publish(command_message(command, t))
+            if tick.done:
+                return total
+            rate.sleep()
+        return None
+
+    def spin(self) -> None:
+        rate = rospy.Rate(self.config.control_rate)
+        while rospy.get_time() == 0.0 and not rospy.is_shutdown():
+            rospy.sleep(0.01)
+        while not rospy.is_shutdown() and (self.missions == 0 or len(self.totals) < self.missions):
+            total = self._run_mission(rate)
+            if total is None:
+                break
+            self.totals.append(total)
+            self._total.publish(Float64(data=total))
+            rospy.loginfo("%s: mission %d total reward %.0f, ATR %.2f", rospy.get_name(),
+                          len(self.totals), total, average_total_reward(self.totals)[-1])
+            rospy.sleep(self.gap)
+
+
+def main() -> None:
+    rospy.init_node("mission")
+    try:
+        node = MissionNode()
+    except KernelError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {exc}")
+        raise SystemExit(1) from None
+    try:
+        node.spin()
+    except rospy.ROSInterruptException:
+        pass

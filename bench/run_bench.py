@@ -15,6 +15,9 @@
 * compliant_actuators: compliant_actuator_gazebo's core step per joint in C++ and from Python,
   and the 5-DoF arm at 1 kHz in the embedded simulation with the core's share of the step, vs
   the same arm with rigid joints (bench/compliant_actuators.py).
+* kernel_manager: the kernel manager's look-up per step with 10 000 kernels (target <= 50 us
+  median) vs a NumPy linear scan in the same run, and kernel generation (Algorithm 1) on the
+  delivery vehicle's design and deployment histories (100 missions each) (bench/kernel_manager.py).
 * trifinger_controllers: level 3 (CPC-TG, CIC-CG, MP-PG, 20 trials), level 4 with a 10 degree
   initial orientation error, the mix-and-match table (paper 004 Table II layout), controller
   compute time per call and MP planning time per grasp attempt, in simulation
@@ -35,6 +38,7 @@ import time
 
 from compliant_actuators import bench_compliant_actuators, print_table as print_compliant_table
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
+from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
 from node_latency import bench_node_latency
 from realeasy_ros.cli import write_json
 from realeasy_ros.collection import CollectionRequest, run_collection
@@ -69,6 +73,21 @@ def robot_speed(config_file: str, limits: JointLimits, seconds: float, repeats: 
         best = max(best, robot.t / wall)
         robot.close()
     return best
+
+
+def vehicle_histories(missions: int, seed: int):
+    """(H_sim, H_phy, spec): the delivery vehicle's design and deployment (the simulation with the
+    unexpected ramp) histories, paper 001 §4, as the generation benchmark's input."""
+    from kernel_manager_ros.mission import MissionConfig
+    from kernel_manager_ros.state_spec import StateSpec
+    from kernel_manager_ros.vehicle_model import VehicleConfig
+    from kernel_manager_ros.vehicle_run import run_missions
+    config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernel_manager_ros", "config")
+    spec = StateSpec.from_yaml(os.path.join(config, "vehicle_topics.yaml"))
+    mission = MissionConfig.from_yaml(os.path.join(config, "mission.yaml"))
+    runs = [run_missions(VehicleConfig.from_yaml(os.path.join(config, name)), mission, spec, missions, seed)
+            for name in ("vehicle_design.yaml", "vehicle_deploy.yaml")]
+    return runs[0].history("design"), runs[1].history("deployment"), spec
 
 
 def main() -> None:
@@ -113,6 +132,8 @@ def main() -> None:
     write_json(os.path.join(args.out, "diffnea_dynamics.json"), dynamics)
     compliant = bench_compliant_actuators()
     write_json(os.path.join(args.out, "compliant_actuators.json"), compliant)
+    kernels = bench_kernel_manager(histories=vehicle_histories(missions=100, seed=0))
+    write_json(os.path.join(args.out, "kernel_manager.json"), kernels)
 
     print(f"{'benchmark':34s} {'figure':>12s}")
     print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")
@@ -128,6 +149,7 @@ def main() -> None:
     print(f"{'node: messages dropped':34s} {latency['node']['dropped']:12d}")
     print_dynamics_table(dynamics)
     print_compliant_table(compliant)
+    print_kernel_table(kernels)
 
     if not args.skip_trifinger:   # last: the longest part, with its own progress bars and rows
         subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),

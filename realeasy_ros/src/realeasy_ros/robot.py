@@ -96,6 +96,40 @@ class SimulatedRobot:
         self._theta = q + (gravity / el.stiffness if el is not None else 0.0)
         self._theta_dot = np.zeros_like(q)
 
+    def set_state(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """Set the joints to positions ``q`` [rad] and velocities ``qd`` [rad/s] now: the
+        simulator's configuration interface (paper 001 §3.2, motor kernels set the simulation
+        to f_k(s, a) through it). Only the physics state changes: time, the controller (the
+        PID's integral) and the running trajectory go on from there. With elastic joints the
+        motors move with the links, so the spring deflection theta - q is kept.
+
+        Raises ValueError (one line) for the wrong number of values, NaN/Inf, or positions
+        outside the joint limits; the state is then unchanged."""
+        q = np.asarray(q, dtype=float).reshape(-1)
+        qd = np.asarray(qd, dtype=float).reshape(-1)
+        dof = self.limits.dof
+        if q.size != dof or qd.size != dof:
+            raise ValueError(f"set_state needs {dof} positions and {dof} velocities, got "
+                             f"{q.size} and {qd.size}")
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            raise ValueError("set_state: NaN/Inf in the positions or velocities")
+        outside = ~self.limits.within_position(q)
+        if np.any(outside):
+            j = int(np.flatnonzero(outside)[0])
+            raise ValueError(f"set_state: {self.limits.joint_names[j]} = {q[j]:.4f} rad is outside "
+                             f"[{self.limits.position_min[j]:.4f}, "
+                             f"{self.limits.position_max[j]:.4f}]")
+        q_old, qd_old = self.physics.state()
+        self.physics.reset(q, qd)
+        if self.config.elasticity is not None:
+            self._theta = self._theta + (q - q_old)
+            self._theta_dot = self._theta_dot + (qd - qd_old)
+
+    def reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """The reference position [rad] and velocity [rad/s] the controller follows now (the
+        commanded trajectory at ``t - latency``)."""
+        return self.executor.reference(self.t - self.config.latency)
+
     def command(self, trajectory: PlannedTrajectory) -> PlannedTrajectory:
         """Schedule a validated trajectory; returns it with its absolute start time."""
         return self.executor.command(trajectory, self.t)

@@ -2,9 +2,14 @@
 with different configurations.
 
 Topics (relative to the node's namespace, e.g. ``/sim`` or ``/real``):
-  publishes ``joint_states`` (sensor_msgs/JointState) at the config's publish rate,
-  ``label`` (std_msgs/String, latched), and ``/clock`` when it is the clock source;
-  subscribes ``joint_trajectory_controller/command`` (trajectory_msgs/JointTrajectory).
+  publishes ``joint_states`` (sensor_msgs/JointState) at the config's publish rate, and right
+  after each of them ``joint_trajectory_controller/reference`` (sensor_msgs/JointState: the
+  position and velocity the controller follows at that time, the per-step action of the kernel
+  manager), ``label`` (std_msgs/String, latched), and ``/clock`` when it is the clock source;
+  subscribes ``joint_trajectory_controller/command`` (trajectory_msgs/JointTrajectory) and
+  ``set_joint_state`` (sensor_msgs/JointState by joint name: the configuration interface of
+  paper 001 §3.2; positions and velocities are set at once, time and the running trajectory go
+  on; an empty velocity sets the joints at rest; a bad message is dropped with a throttled error).
 
 Time: the robot's time is ROS time. As clock source (``~publish_clock``, the simulator) it
 publishes ``/clock`` and paces itself by ``~real_time_factor`` (0 = as fast as possible). As a
@@ -17,6 +22,7 @@ import threading
 import time
 from typing import Optional
 
+import numpy as np
 import rospy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -26,9 +32,35 @@ from trajectory_msgs.msg import JointTrajectory
 from realeasy_ros.errors import Sim2RealError
 from realeasy_ros.limits import JointLimits
 from realeasy_ros.bag_layout import COMMAND, JOINT_STATES
+from realeasy_ros.robot import JointMeasurement
 from realeasy_ros.robot import SimulatedRobot
 from realeasy_ros.robot_config import RobotConfig
 from realeasy_ros.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
+
+REFERENCE = "joint_trajectory_controller/reference"
+SET_JOINT_STATE = "set_joint_state"
+
+
+def joint_state_target(msg: JointState, limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and velocities of a set-state request in the robot's joint order; ValueError
+    naming the problem for unknown, missing or repeated joints, wrong lengths or NaN/Inf (the
+    limits are checked by :meth:`SimulatedRobot.set_state`)."""
+    names, expected = list(msg.name), list(limits.joint_names)
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate joint names in {names}")
+    if sorted(names) != sorted(expected):
+        raise ValueError(f"joint names {names} are not the robot's joints {expected}")
+    if len(msg.position) != len(names):
+        raise ValueError(f"{len(msg.position)} positions for {len(names)} joint names")
+    if len(msg.velocity) not in (0, len(names)):
+        raise ValueError(f"{len(msg.velocity)} velocities for {len(names)} joint names "
+                         f"(give one per joint, or none to set the joints at rest)")
+    order = [names.index(n) for n in expected]
+    q = np.asarray(msg.position, dtype=float)[order]
+    qd = np.asarray(msg.velocity, dtype=float)[order] if len(msg.velocity) else np.zeros(len(q))
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+        raise ValueError("NaN/Inf in the positions or velocities")
+    return q, qd
 
 
 class RobotNode:
@@ -47,10 +79,13 @@ class RobotNode:
             raise Sim2RealError("~real_time_factor must be >= 0 and ~clock_rate > 0")
         self._lock = threading.Lock()
         self._states = rospy.Publisher(JOINT_STATES, JointState, queue_size=50)
+        self._reference = rospy.Publisher(REFERENCE, JointState, queue_size=50)
         self._clock = rospy.Publisher("/clock", Clock, queue_size=10) if self.publish_clock else None
         label = rospy.Publisher("label", String, queue_size=1, latch=True)
         label.publish(String(data=config.label))
         self._commands = rospy.Subscriber(COMMAND, JointTrajectory, self._on_command, queue_size=10)
+        self._set_state = rospy.Subscriber(SET_JOINT_STATE, JointState, self._on_set_state,
+                                           queue_size=10)
         rospy.loginfo("%s: %s on %s, physics %.0f Hz, joint_states %.0f Hz, config %s",
                       rospy.get_name(), config.label, config.engine, config.physics_rate,
                       config.publish_rate, path)
@@ -66,6 +101,14 @@ class RobotNode:
         with self._lock:
             self.robot.command(trajectory)
 
+    def _on_set_state(self, msg: JointState) -> None:
+        try:
+            q, qd = joint_state_target(msg, self.limits)
+            with self._lock:
+                self.robot.set_state(q, qd)
+        except (ValueError, TypeError) as exc:
+            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: set_joint_state dropped: {exc}")
+
     def _advance(self, until: float) -> None:
         """Step the physics to ``until``, publishing the joint state whenever it is due."""
         robot = self.robot
@@ -74,6 +117,7 @@ class RobotNode:
             with self._lock:
                 robot.step()
                 measurement = robot.measure() if robot.publish_due else None
+                reference = robot.reference() if measurement is not None else None
             if measurement is None:
                 continue
             if not measurement.is_finite():
@@ -81,6 +125,9 @@ class RobotNode:
                                            "joint state not published")
                 continue
             self._states.publish(joint_state_msg(measurement, names))
+            q_ref, qd_ref = reference
+            self._reference.publish(joint_state_msg(
+                JointMeasurement(measurement.stamp, q_ref, qd_ref, np.zeros(0)), names))
 
     def spin(self) -> None:
         if self.publish_clock:

@@ -408,6 +408,8 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
         z = np.array([0.0, 0.0, 1.0])
         third = max(others, key=lambda f: float(np.cross(normals_world[f], z) @ rotvec))
         chosen = [pair[0], pair[1], third]
+        if kinematics is not None and goal.position[2] > HALF_WIDTH + CARRY_HEIGHT:
+            return _least_torque_assignment(chosen, cube_pose, goal, kinematics, level)
     else:
         if goal is not None:
             towards = np.asarray(goal.position, float) - np.asarray(cube_pose.position, float)
@@ -430,6 +432,26 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
     if not np.isfinite(cost):
         raise GraspError("no reachable centre-of-three grasp for this cube pose")
     return grasp
+
+
+def _least_torque_assignment(faces: Sequence[int], pose: CubePose, goal: CubePose,
+                             kinematics: FingerKinematics, level: int) -> Grasp:
+    """CG on the given faces (level 4: the pair along the rotation axis and the third face) with
+    the reachable finger assignment that needs the least :func:`holding_torque` at the goal."""
+    goal_pose = _goal_pose(pose, goal, level)
+    contacts = [face_point(f) for f in faces]
+    best: Optional[Tuple[float, float, Grasp]] = None
+    for order in itertools.permutations(range(N_FINGERS)):
+        grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
+                      np.array([contacts[o][1] for o in order]))
+        if not np.isfinite(grasp_cost(grasp, pose, kinematics, (goal_pose,))):
+            continue
+        key = (holding_torque(grasp, goal_pose, kinematics), grasp_cost(grasp, pose, None, (goal_pose,)))
+        if best is None or key < best[:2]:
+            best = (key[0], key[1], grasp)
+    if best is None:
+        raise GraspError("no reachable centre-of-three grasp for this cube pose")
+    return best[2]
 
 
 def _least_torque_center_of_three(pose: CubePose, goal: CubePose, kinematics: FingerKinematics,

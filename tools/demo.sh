@@ -3,7 +3,8 @@
 # the MuJoCo reality stand-in), builds the Realeasy data set and prints the gap; trains the
 # realtime Realeasy model, evaluates it on the held-out and Cartesian sets, runs the residual
 # publisher live on new trajectories; reproduces the compliant-actuator figures of paper 003
-# (Fig. 8 step responses, §4.3 ILC) in the embedded simulation; writes reports/report.md.
+# (Fig. 8 step responses, §4.3 ILC) in the embedded simulation; runs two TriFinger policies on
+# level 3 in trifinger_simulation; writes reports/report.md.
 # DEMO_TRAJECTORIES sets the data size (default 150), DEMO_TRAIN_MINUTES the training budget
 # (default 6), DEMO_LIVE_TRAJECTORIES the live run (default 8).
 set -euo pipefail
@@ -48,5 +49,11 @@ rosrun compliant_actuator_gazebo reproduce_fig8 --json "$out/fig8.json" --plot "
   | tee "$out/fig8_table.txt"
 rosrun compliant_actuator_gazebo reproduce_ilc --json "$out/ilc.json" --plot "$out/ilc.png" \
   | tee "$out/ilc_table.txt"
+
+echo "== TriFinger cube policies (simulation): CPC-TG and MP-PG on level 3, 2 trials each"
+rosrun trifinger_controllers evaluate --controller cpc --grasp tg --level 3 --trials 2 --seed 0 \
+  --seconds 20 --json "$out/trifinger_cpc_tg_l3.json" --no-progress
+rosrun trifinger_controllers evaluate --controller mp --grasp pg --level 3 --trials 2 --seed 0 \
+  --seconds 20 --json "$out/trifinger_mp_pg_l3.json" --no-progress
 
 python "$root/tools/demo_report.py" "$out"

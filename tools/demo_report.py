@@ -62,6 +62,27 @@ ILC of the link equilibria (eq. 13) on the 2-DoF qbMove arm: within {ilc['tolera
 """
 
 
+def trifinger_section(folder: str) -> str:
+    """Paper 004 policies (trifinger_controllers) on level 3 in trifinger_simulation."""
+    lines = ["| policy | trial | final position error [cm] | drop | compute per call [us] |",
+             "|---|---|---|---|---|"]
+    seconds = 0.0
+    for name in ("cpc_tg", "mp_pg"):
+        result = load(folder, f"trifinger_{name}_l3.json")
+        seconds = result["seconds"]
+        for trial in result["trials"]:
+            lines.append(f"| {name.upper().replace('_', '-')} | {trial['trial']} | "
+                         f"{trial['position_error_cm']:.3f} | {'yes' if trial['drop'] else 'no'} | "
+                         f"{trial['compute_us_mean']:.0f} |")
+    return f"""## TriFinger cube policies (paper 004, simulation: trifinger_simulation, PyBullet)
+
+Level 3 (carry the cube to a goal position), episodes of {seconds:.0f} s; the full benchmark (20
+trials per pairing, level 4, the mix-and-match table) is part of `make bench`.
+
+{chr(10).join(lines)}
+"""
+
+
 def main(folder: str) -> None:
     collect = load(folder, "collect.json")
     gap = load(folder, "gap.json")
@@ -114,7 +135,8 @@ All figures compare the nominal simulator (PyBullet, pybullet_data Panda URDF, P
 
 ![joint torques: {label} (green), simulation (blue), simulation + Realeasy (red)](realeasy_torques.png)
 
-{compliant_section(folder)}"""
+{compliant_section(folder)}
+{trifinger_section(folder)}"""
     path = os.path.join(folder, "report.md")
     with open(path, "w", encoding="utf-8") as f:
         f.write(report)

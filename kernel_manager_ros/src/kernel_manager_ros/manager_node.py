@@ -32,6 +32,7 @@ import rospy
 from roslib.message import get_message_class
 
 from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
 from kernel_manager_ros.msg import ActiveKernel
@@ -196,11 +197,5 @@ class KernelManagerNode:
 
 
 def main() -> None:
-    rospy.init_node("kernel_manager")
-    try:
-        node = KernelManagerNode()
-    except KernelError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    rospy.spin()
+    node = run_node("kernel_manager", KernelManagerNode, lambda _: rospy.spin())
     rospy.loginfo(f"{rospy.get_name()}: {node.steps} steps, {node.applied} kernel applications")

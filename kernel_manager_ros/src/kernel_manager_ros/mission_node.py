@@ -20,7 +20,7 @@ import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from std_msgs.msg import Float64
 
-from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
@@ -112,13 +112,4 @@ class MissionNode:
 
 
 def main() -> None:
-    rospy.init_node("mission")
-    try:
-        node = MissionNode()
-    except KernelError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    try:
-        node.spin()
-    except rospy.ROSInterruptException:
-        pass
+    run_node("mission", MissionNode, MissionNode.spin)

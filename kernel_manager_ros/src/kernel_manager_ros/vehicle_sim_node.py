@@ -23,6 +23,7 @@ from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
 from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle_messages import (
     attitude_message, command_from_message, gps_messages, set_state_arguments, to_time)
@@ -132,13 +133,4 @@ class VehicleSimNode:
 
 
 def main() -> None:
-    rospy.init_node("vehicle_sim")
-    try:
-        node = VehicleSimNode()
-    except KernelError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    try:
-        node.spin()
-    except rospy.ROSInterruptException:
-        pass
+    run_node("vehicle_sim", VehicleSimNode, VehicleSimNode.spin)

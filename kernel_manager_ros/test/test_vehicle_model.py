@@ -117,6 +117,18 @@ def test_set_state_round_trip_and_partial_updates():
         v.set_state(x=float("nan"))
 
 
+def test_gps_velocity_after_a_set_state_comes_from_motion_not_the_jump():
+    v = model()
+    v.advance(2.0, 1.0, 0.0)                   # steady along x at ~1 m/s
+    before = v.readings().gps
+    v.set_state(x=v.get_state().x - 0.5)       # a motor kernel moves the vehicle back
+    v.advance(1.0 / v.config.sensors.gps_rate, 1.0, 0.0)   # up to the first fix after it
+    after = v.readings().gps
+    assert after.stamp > before.stamp
+    assert after.vx == pytest.approx(v.get_state().speed, abs=0.3)   # not -0.5 m / 50 ms
+    assert after.x < before.x                  # the fix itself shows the move
+
+
 def test_set_pitch_slows_the_vehicle_like_the_ramp():
     """A motor kernel that sets the pitch makes the design simulation behave as on the ramp."""
     free, tilted = model(), model()

@@ -316,6 +316,7 @@ class VehicleModel:
         self._x = self._y = self._yaw = self._speed = self._steering = 0.0
         self._pitch = 0.0
         self._speed_cmd = self._steering_cmd = 0.0
+        self._gps: Optional[GpsFix] = None
         self.reset(0.0, 0.0, 0.0)
 
     # ----------------------------------------------------------------------------- time
@@ -356,15 +357,21 @@ class VehicleModel:
         """Overwrite any subset of the state (None keeps a value): the simulation then continues
         from it (position and yaw directly; the speed lag and the suspension's pitch lag start
         from the given speed and pitch). Sensors report the change at their next update, as
-        Gazebo's sensors do after a set-model-state."""
+        Gazebo's sensors do after a set-model-state; the GPS's last fix moves with the vehicle,
+        so the velocity of the next fix comes from the motion since, not from the set-state's
+        jump (which read as a spurious velocity right after every motor kernel)."""
         for name, value in (("x", x), ("y", y), ("yaw", yaw), ("speed", speed),
                             ("pitch", pitch)):
             if value is not None and not math.isfinite(value):
                 raise KernelError(f"set_state: {name} must be finite, got {value}")
+        x_before, y_before = self._x, self._y
         if x is not None:
             self._x = float(x)
         if y is not None:
             self._y = float(y)
+        if self._gps is not None and (self._x, self._y) != (x_before, y_before):
+            self._gps = replace(self._gps, x=self._gps.x + self._x - x_before,
+                                y=self._gps.y + self._y - y_before)
         if yaw is not None:
             self._yaw = wrap_angle(float(yaw))
         if speed is not None:

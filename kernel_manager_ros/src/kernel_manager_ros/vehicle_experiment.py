@@ -1,0 +1,588 @@
+"""The delivery-vehicle experiment of paper 001 §4-6, in-process, from one call.
+
+"Deployment" here is OUR vehicle simulation with an unexpected ramp (and, for the sensor case, a
+1 Hz GPS): it plays the role of the real robot, it is not a real robot. Every figure, title and
+JSON label says so.
+
+Stages (``run_experiment``; seeds derived from one ``seed``, so a run is deterministic):
+  a. Design: N missions of the original program in the design simulation (20 Hz GPS, no ramp),
+     recorded to a rosbag (``vehicle_run.write_bag``): H_sim (eq. 4).
+  b. Deploy: N missions in the deployment (the same simulation with the ramp), recorded: H_phy.
+  c. Kernels (Algorithm 1, ``generate_kernels``) from the two bags, read back with
+     ``bag_history.read_history`` (the bag path is exercised). Refinement rounds (our extension,
+     in the paper's spirit of "iteratively narrowing the reality gap", §1): round r > 0 records
+     the kernel-modified simulation (kernels of rounds < r active) to a bag and generates more
+     kernels from that bag against H_phy, appended after the earlier ones ("first active kernel",
+     §3.2). Why: a motor kernel puts the simulation into states the design simulation never
+     visits (pitched, slow: on the ramp), so they are not in S_0 = States(P_sim) ∩ States(P_phy)
+     of round 0 and no kernel can cover them until the kernel-modified simulation has visited
+     them. The kernel file (YAML, ``kernel_file.save_kernels``) is written to the work folder.
+  d. Kernels: the original program in the design simulation with the KernelManager in the step
+     hook (``KernelHook``): motor kernels set the simulation through its configuration interface
+     (``VehicleModel.set_state``) and the program reads f_k(s, a); sensor kernels only replace
+     what the program reads, with the sensors' time stamps unchanged (eq. 9, §6.2).
+     gap_closure = (ATR_design - ATR_kernels) / (ATR_design - ATR_deploy), final ATRs.
+  e. Redesign in the kernel-modified simulation: a PARAMETER SEARCH (not the paper's SARSA) over
+     the program's ``pitch_speed_gain`` (faster speed when the pitch is not zero: what the paper's
+     SARSA learned, §4) and ``max_speed``; the best ATR in the kernel simulation wins (ties: the
+     smaller change, i.e. the first in the grid order). Redeploy: that program in the deployment.
+  f. Sensor-kernel case (§6.2): design (20 Hz GPS) against the deployment with the ramp AND a
+     1 Hz GPS; kernels with sensor kernels kept; counts; the kernel-modified design track against
+     the deployment track: the mean distance of every true position of a run to the nearest
+     deployment position (a track-shape measure), for the design and the kernel-modified runs.
+  g. Plots (matplotlib Agg) in the style of Fig. 4/6/9/10.
+
+State weights (eq. 8). The spec's weights (config/vehicle_topics.yaml) are tuned for the GPS-rate
+case, where position matters. For the ramp the experiment weights the pitch 20 : GPS position
+1 : GPS velocity 0.5 (``ExperimentConfig.ramp_weights``): with epsilon_c = 0.05 two states are
+then "the same" (eq. 8) within about 1 m of position but not across 0.055 rad of pitch, so
+noise-level differences between the two position tracks do not make divergences and the ramp's
+pitch does. The sensor case keeps the spec's weights.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+from scipy.spatial import cKDTree
+from tqdm import tqdm
+
+from kernel_manager_ros.bag_history import read_history
+from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.generation import GenerationConfig, GenerationReport, generate_kernels
+from kernel_manager_ros.history import History
+from kernel_manager_ros.kernel import KernelSet
+from kernel_manager_ros.kernel_file import save_kernels
+from kernel_manager_ros.manager import KernelManager
+from kernel_manager_ros.mission import MissionConfig
+from kernel_manager_ros.state_spec import StateSpec
+from kernel_manager_ros.vehicle_messages import SensorFields
+from kernel_manager_ros.vehicle_model import VehicleConfig
+from kernel_manager_ros.vehicle_run import (
+    RunResult, SensorOverride, StepContext, run_missions, write_bag)
+
+LABEL = ("deployment = our vehicle simulation with an unexpected ramp (and, in the sensor case, "
+         "a 1 Hz GPS), not a real robot")
+DEPLOY_NAME = "Deploy (simulated)"
+CONFIG_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "config"))
+# Missions are separated by 2 s without messages (vehicle_run.run_missions' mission_gap); the
+# control period is 0.1 s: a gap of 1 s splits the bags into missions.
+EPISODE_GAP = 1.0
+
+
+def _config_path(name: str) -> str:
+    """A file of the package's config folder (source tree or installed share folder)."""
+    path = os.path.join(CONFIG_DIR, name)
+    if os.path.isfile(path):
+        return path
+    try:
+        import rospkg
+        return os.path.join(rospkg.RosPack().get_path("kernel_manager_ros"), "config", name)
+    except Exception:   # rospkg missing or the package not on ROS_PACKAGE_PATH
+        return path
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Everything ``run_experiment`` needs; the defaults are the tuned settings of the README."""
+
+    missions: int = 100
+    seed: int = 0
+    work_dir: str = "vehicle_experiment"
+    design_config: str = field(default_factory=lambda: _config_path("vehicle_design.yaml"))
+    deploy_config: str = field(default_factory=lambda: _config_path("vehicle_deploy.yaml"))
+    slow_gps_config: str = field(
+        default_factory=lambda: _config_path("vehicle_deploy_slow_gps.yaml"))
+    mission_config: str = field(default_factory=lambda: _config_path("mission.yaml"))
+    topics_config: str = field(default_factory=lambda: _config_path("vehicle_topics.yaml"))
+    # Algorithm 1 for the ramp (motor kernels); seeds are replaced per round
+    generation: GenerationConfig = GenerationConfig(rollouts=1000, epsilon_p=0.5,
+                                                    sensor_kernels=False)
+    ramp_weights: Optional[Mapping[str, Sequence[float]]] = field(
+        default_factory=lambda: {"gps": (1.0, 1.0), "gps_vel": (0.5, 0.5), "pitch": (20.0,)})
+    rounds: int = 4                    # generation rounds (1 = Algorithm 1 once)
+    # Algorithm 1 for the sensor case (§6.2): sensor kernels kept, the spec's weights
+    sensor_generation: GenerationConfig = GenerationConfig(rollouts=1000, sensor_kernels=True)
+    sensor_weights: Optional[Mapping[str, Sequence[float]]] = None
+    # the redesign's parameter grid (every combination, in this order)
+    redesign_grid: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
+        "pitch_speed_gain": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0), "max_speed": (1.5, 1.7)})
+    sensor_case: bool = True
+    plots_dir: Optional[str] = None
+
+    def check(self) -> None:
+        if isinstance(self.missions, bool) or not isinstance(self.missions, int) \
+                or self.missions < 1:
+            raise KernelError(f"missions must be an integer >= 1, got {self.missions!r}")
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
+            raise KernelError(f"rounds must be an integer >= 1, got {self.rounds!r}")
+        self.generation.check()
+        self.sensor_generation.check()
+        if not self.redesign_grid:
+            raise KernelError("the redesign grid needs at least one parameter")
+        for name, values in self.redesign_grid.items():
+            if not values:
+                raise KernelError(f"redesign grid: no values for {name}")
+
+
+def weighted_spec(spec: StateSpec, weights: Optional[Mapping[str, Sequence[float]]]) -> StateSpec:
+    """``spec`` with the eq. 8 weights of the named sensors replaced (None: unchanged)."""
+    if not weights:
+        return spec
+    names = {c.name for c in spec.sensors}
+    unknown = set(weights) - names
+    if unknown:
+        raise KernelError(f"state weights for unknown sensors {sorted(unknown)} (the spec has "
+                          f"{sorted(names)})")
+    sensors = tuple(replace(c, weights=tuple(float(w) for w in weights[c.name]))
+                    if c.name in weights else c for c in spec.sensors)
+    return replace(spec, sensors=sensors)
+
+
+class KernelHook:
+    """The kernel manager in the step hook of ``run_missions`` (paper 001 Fig. 2, §3.2).
+
+    Like the ``kernel_manager`` node, the manager decides on the state s_t the SIMULATION
+    reported (not on a sensor kernel's output the program read) and the action a_t. A motor
+    kernel sets the simulation to f_k(s_t, a_t) through its configuration interface
+    (``VehicleModel.set_state``: position, yaw and speed from the GPS velocity, pitch), so the
+    simulation and the program continue from it; a sensor kernel only replaces what the program
+    reads by f_k(s_t, a_t) with the time stamps of s_t (for an identity f_k: the sensors held the
+    values and stamps of s_t, eq. 9), the simulation is untouched. Counts every application."""
+
+    def __init__(self, kernel_set: KernelSet, spec: StateSpec, period: float) -> None:
+        self.manager = KernelManager(kernel_set)
+        self.fields = SensorFields.of(spec)
+        self.period = float(period)
+        self.steps = 0
+        self.applied = {"motor": 0, "sensor": 0}
+        self.used: set[int] = set()
+        self._reported: Optional[tuple[float, np.ndarray, np.ndarray]] = None
+
+    def __call__(self, ctx: StepContext) -> Optional[SensorOverride]:
+        self.steps += 1
+        state, stamps = ctx.state, ctx.stamps
+        if self._reported is not None and abs(ctx.t - self._reported[0]) < 0.5 * self.period:
+            _, state, stamps = self._reported      # the simulation's own report of s_t
+        decision = self.manager.decide(state, ctx.action)
+        t_next = ctx.t + self.period
+        if decision is None:
+            self._reported = (t_next, ctx.next_state, ctx.next_stamps)
+            return None
+        self.applied[decision.kind] += 1
+        self.used.add(decision.index)
+        if decision.kind == "motor":
+            ctx.vehicle.set_state(**self.fields.set_state_arguments(decision.next_state))
+            self._reported = (t_next, decision.next_state, ctx.next_stamps)
+            return SensorOverride(decision.next_state)
+        self._reported = (t_next, ctx.next_state, ctx.next_stamps)
+        return SensorOverride(decision.next_state, stamps)
+
+    def summary(self) -> dict[str, Any]:
+        return {"steps": self.steps, "applied": dict(self.applied),
+                "kernels_used": len(self.used)}
+
+
+@dataclass
+class _Context:
+    """What the stages share: configs, spec, seeds, timings, progress bar."""
+
+    config: ExperimentConfig
+    mission: MissionConfig
+    spec: StateSpec
+    design: VehicleConfig
+    deploy: VehicleConfig
+    slow_gps: VehicleConfig
+    bar: Any
+    timings: dict[str, float] = field(default_factory=dict)
+    runs: dict[str, RunResult] = field(default_factory=dict)
+    kernel_sets: dict[str, KernelSet] = field(default_factory=dict)
+
+    def seed(self, offset: int) -> int:
+        return int(self.config.seed) * 1000 + offset
+
+    def stage(self, name: str, fn: Callable[[], Any]) -> Any:
+        self.bar.set_postfix_str(name)
+        clock = time.perf_counter()
+        out = fn()
+        self.timings[name] = round(time.perf_counter() - clock, 3)
+        self.bar.update(1)
+        return out
+
+    def bag(self, name: str) -> str:
+        return os.path.join(self.config.work_dir, name)
+
+
+def _recorded(ctx: _Context, vehicle: VehicleConfig, mission: MissionConfig, offset: int,
+              bag: str, label: str, hook: Optional[KernelHook] = None) -> RunResult:
+    run = run_missions(vehicle, mission, ctx.spec, ctx.config.missions, seed=ctx.seed(offset),
+                       hook=hook, record_messages=True, label=label)
+    write_bag(ctx.bag(bag), run)
+    for log in run.missions:     # the messages are in the bag now; free the memory
+        log.messages = []
+    return run
+
+
+def _history(ctx: _Context, bag: str, what: str) -> History:
+    return read_history(ctx.bag(bag), ctx.spec, episode_gap=EPISODE_GAP, what=what)
+
+
+def _merge(previous: Optional[KernelSet], new: KernelSet, report: GenerationReport,
+           round_index: int) -> KernelSet:
+    """Round r's kernels appended after the earlier ones; metadata keeps every round's report."""
+    if previous is None:
+        merged = new
+        merged.metadata["rounds"] = []
+    else:
+        merged = previous.with_kernels(previous.kernels + new.kernels)
+    merged.metadata["rounds"] = list(merged.metadata.get("rounds", [])) + [
+        {"round": round_index, "kernels": len(new), **new.counts(),
+         "common_states": report.common_states, "divergences": report.divergences}]
+    return merged
+
+
+def _kernel_rounds(ctx: _Context, spec: StateSpec, generation: GenerationConfig, rounds: int,
+                   sim_bag: str, phy: History, deploy_label: str, prefix: str
+                   ) -> tuple[KernelSet, list[dict[str, Any]]]:
+    """Algorithm 1, then ``rounds - 1`` refinement rounds from the kernel-modified simulation's
+    bags (module docstring, stage c)."""
+    kernel_set: Optional[KernelSet] = None
+    reports = []
+    bag = sim_bag
+    for r in range(rounds):
+        sim = read_history(ctx.bag(bag), spec, episode_gap=EPISODE_GAP,
+                           what=f"simulation history ({bag})")
+        new, report = generate_kernels(sim, phy, spec, replace(generation,
+                                                              seed=ctx.seed(100 + r)),
+                                       progress=False)
+        kernel_set = _merge(kernel_set, new, report, r)
+        entry = {"round": r, "sim_bag": bag, "sim_steps": len(sim), **report.to_dict()}
+        if r + 1 < rounds:
+            bag = f"{prefix}_kernel_sim_round{r + 1}.bag"
+            hook = KernelHook(kernel_set, spec, ctx.mission.period)
+            run = _recorded(ctx, ctx.design, ctx.mission, 200 + r, bag,
+                            f"kernel sim round {r + 1}", hook)
+            entry["next_round_atr"] = float(run.atr[-1])
+        reports.append(entry)
+        ctx.bar.set_postfix_str(f"{prefix} kernels round {r + 1}/{rounds}: {len(kernel_set)}")
+    assert kernel_set is not None
+    kernel_set.metadata.update(label=deploy_label, sim_bag=ctx.bag(sim_bag))
+    return kernel_set, reports
+
+
+def _grid(grid: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
+    combos: list[dict[str, float]] = [{}]
+    for name, values in grid.items():
+        combos = [dict(c, **{name: float(v)}) for c in combos for v in values]
+    return combos
+
+
+def track_distance(track: np.ndarray, reference: np.ndarray) -> float:
+    """Mean distance (m) from every point of ``track`` (n, 2) to the nearest point of
+    ``reference`` (k, 2): how far a run's path lies from the deployment's path."""
+    distance, _ = cKDTree(reference).query(track)
+    return float(np.mean(distance))
+
+
+def _positions(run: RunResult) -> np.ndarray:
+    return np.concatenate([m.poses[:, :2] for m in run.missions])
+
+
+def _leg_means(run: RunResult) -> list[float]:
+    legs = [m.leg_durations for m in run.missions]
+    width = max((len(x) for x in legs), default=0)
+    return [float(np.mean([x[k] for x in legs if len(x) > k])) for k in range(width)]
+
+
+def _run_summary(run: RunResult) -> dict[str, Any]:
+    return {"atr": float(run.atr[-1]), "completed": int(sum(m.completed for m in run.missions)),
+            "leg_duration_mean": [round(v, 3) for v in _leg_means(run)]}
+
+
+def run_experiment(config: ExperimentConfig, progress: bool = True) -> dict[str, Any]:
+    """All stages (module docstring); returns the JSON-ready figures and writes the bags, the
+    kernel files and (with ``config.plots_dir``) the plots."""
+    config.check()
+    start = time.perf_counter()
+    os.makedirs(config.work_dir, exist_ok=True)
+    mission = MissionConfig.from_yaml(config.mission_config)
+    spec = StateSpec.from_yaml(config.topics_config)
+    design = VehicleConfig.from_yaml(config.design_config)
+    deploy = VehicleConfig.from_yaml(config.deploy_config)
+    slow_gps = VehicleConfig.from_yaml(config.slow_gps_config)
+    if deploy.ramp is None:
+        raise KernelError(f"{config.deploy_config}: the deployment needs its ramp")
+    n_search = len(_grid(config.redesign_grid))
+    stages = 7 + (5 if config.sensor_case else 0) + (1 if config.plots_dir else 0)
+    with tqdm(total=stages, desc="vehicle experiment", unit="stage", disable=not progress) \
+            as bar:
+        ctx = _Context(config, mission, spec, design, deploy, slow_gps, bar)
+        result = _ramp_case(ctx, n_search)
+        if config.sensor_case:
+            result["sensor_case"] = _sensor_case(ctx)
+        if config.plots_dir:
+            result["plots"] = ctx.stage("plots", lambda: plot_experiment(
+                ctx.runs, ctx.kernel_sets, config.plots_dir))
+    result["timings"] = dict(ctx.timings, total=round(time.perf_counter() - start, 3))
+    return result
+
+
+def _ramp_case(ctx: _Context, n_search: int) -> dict[str, Any]:
+    cfg, mission = ctx.config, ctx.mission
+    runs = ctx.runs
+    runs["design"] = ctx.stage("design", lambda: _recorded(
+        ctx, ctx.design, mission, 1, "design.bag", "Design"))
+    runs["deploy"] = ctx.stage("deploy", lambda: _recorded(
+        ctx, ctx.deploy, mission, 2, "deploy.bag", DEPLOY_NAME))
+    ramp_spec = weighted_spec(ctx.spec, cfg.ramp_weights)
+    phy = ctx.stage("read deploy bag", lambda: read_history(
+        ctx.bag("deploy.bag"), ramp_spec, episode_gap=EPISODE_GAP, what="deployment history"))
+    kernel_set, rounds = ctx.stage("generate kernels", lambda: _kernel_rounds(
+        ctx, ramp_spec, cfg.generation, cfg.rounds, "design.bag", phy, LABEL, "ramp"))
+    kernel_file = ctx.bag("kernels_ramp.yaml")
+    save_kernels(kernel_file, kernel_set)
+
+    hook = KernelHook(kernel_set, ramp_spec, mission.period)
+    runs["kernels"] = ctx.stage("kernels", lambda: run_missions(
+        ctx.design, mission, ramp_spec, cfg.missions, seed=ctx.seed(3), hook=hook,
+        label="Kernels"))
+    atr_design = float(runs["design"].atr[-1])
+    atr_deploy = float(runs["deploy"].atr[-1])
+    atr_kernels = float(runs["kernels"].atr[-1])
+    gap = atr_design - atr_deploy
+    gap_closure = (atr_design - atr_kernels) / gap if gap != 0 else math.nan
+
+    def search() -> list[dict[str, Any]]:
+        rows = []
+        for k, params in enumerate(_grid(cfg.redesign_grid)):
+            candidate = mission.with_program(**params)
+            trial_hook = KernelHook(kernel_set, ramp_spec, mission.period)
+            run = run_missions(ctx.design, candidate, ramp_spec, cfg.missions,
+                               seed=ctx.seed(4), hook=trial_hook)
+            rows.append({"params": params, "atr_kernels": float(run.atr[-1]),
+                         "hook": trial_hook.summary()})
+            runs[f"search_{k}"] = run
+            ctx.bar.set_postfix_str(f"redesign {k + 1}/{n_search}")
+        return rows
+
+    rows = ctx.stage("redesign search", search)
+    best = max(range(len(rows)), key=lambda k: (rows[k]["atr_kernels"], -k))
+    best_params = rows[best]["params"]
+    runs["redesign_kernels"] = runs.pop(f"search_{best}")
+    for k in range(len(rows)):
+        runs.pop(f"search_{k}", None)
+    redesigned = mission.with_program(**best_params)
+    runs["redeploy"] = ctx.stage("redeploy", lambda: run_missions(
+        ctx.deploy, redesigned, ctx.spec, cfg.missions, seed=ctx.seed(5), label="Redeploy"))
+    atr_redeploy = float(runs["redeploy"].atr[-1])
+    counts = kernel_set.counts()
+    ctx.kernel_sets["ramp"] = kernel_set
+    return {
+        "label": LABEL,
+        "atr_design": atr_design, "atr_deploy": atr_deploy, "atr_kernels": atr_kernels,
+        "gap_closure": gap_closure,
+        "atr_redesign_kernels": float(rows[best]["atr_kernels"]),
+        "atr_redeploy": atr_redeploy,
+        "redeploy_within_design": abs(atr_redeploy - atr_design) / abs(atr_design)
+        if atr_design else math.nan,
+        "kernels": {"motor": counts["motor"], "sensor": counts["sensor"], "file": kernel_file,
+                    "rounds": rounds, "applied": hook.summary()},
+        "atr_curves": {name: runs[name].atr.tolist()
+                       for name in ("design", "deploy", "kernels", "redesign_kernels",
+                                    "redeploy")},
+        "runs": {name: _run_summary(runs[name]) for name in ("design", "deploy", "kernels",
+                                                             "redesign_kernels", "redeploy")},
+        "redesign": {"method": "parameter search over the program's parameters in the "
+                               "kernel-modified simulation (not SARSA); best ATR wins, ties to "
+                               "the first in grid order",
+                     "grid": {k: list(v) for k, v in cfg.redesign_grid.items()},
+                     "best": best_params, "candidates": rows},
+        "config": _config_dict(cfg),
+        "bags": {"design": ctx.bag("design.bag"), "deploy": ctx.bag("deploy.bag")},
+    }
+
+
+def _sensor_case(ctx: _Context) -> dict[str, Any]:
+    """§6.2: design at 20 Hz against the deployment with the ramp and the 1 Hz GPS."""
+    cfg = ctx.config
+    spec = weighted_spec(ctx.spec, cfg.sensor_weights)
+    runs = ctx.runs
+    runs["slow_deploy"] = ctx.stage("deploy, 1 Hz GPS", lambda: _recorded(
+        ctx, ctx.slow_gps, ctx.mission, 6, "deploy_slow_gps.bag", "Deploy, 1 Hz GPS"))
+    phy = ctx.stage("read 1 Hz bag", lambda: read_history(
+        ctx.bag("deploy_slow_gps.bag"), spec, episode_gap=EPISODE_GAP,
+        what="deployment history (1 Hz GPS)"))
+    kernel_set, rounds = ctx.stage("generate sensor-case kernels", lambda: _kernel_rounds(
+        ctx, spec, cfg.sensor_generation, 1, "design.bag", phy, LABEL, "sensor"))
+    kernel_file = ctx.bag("kernels_slow_gps.yaml")
+    save_kernels(kernel_file, kernel_set)
+    hook = KernelHook(kernel_set, spec, ctx.mission.period)
+    runs["sensor_kernels"] = ctx.stage("kernels, sensor case", lambda: run_missions(
+        ctx.design, ctx.mission, spec, cfg.missions, seed=ctx.seed(1), hook=hook,
+        label="Kernels (sensor case)"))
+    sensor_only = kernel_set.with_kernels([k for k in kernel_set.kernels if k.kind == "sensor"])
+    only_hook = KernelHook(sensor_only, spec, ctx.mission.period)
+    runs["sensor_only"] = ctx.stage("sensor kernels only", lambda: run_missions(
+        ctx.design, ctx.mission, spec, cfg.missions, seed=ctx.seed(1), hook=only_hook,
+        label="Sensor kernels only"))
+    reference = _positions(runs["slow_deploy"])
+    counts = kernel_set.counts()
+    ctx.kernel_sets["sensor"] = kernel_set
+    return {
+        "label": "deployment = our vehicle simulation with the ramp and a 1 Hz GPS, not a real "
+                 "robot",
+        "kernels": {"motor": counts["motor"], "sensor": counts["sensor"], "file": kernel_file,
+                    "report": rounds[0], "applied": hook.summary()},
+        "atr_design": float(ctx.runs["design"].atr[-1]),
+        "atr_deploy": float(runs["slow_deploy"].atr[-1]),
+        "atr_kernels": float(runs["sensor_kernels"].atr[-1]),
+        "track_distance_design": track_distance(_positions(ctx.runs["design"]), reference),
+        "track_distance_kernels": track_distance(_positions(runs["sensor_kernels"]), reference),
+        "atr_sensor_kernels_only": float(runs["sensor_only"].atr[-1]),
+        "track_distance_sensor_kernels_only": track_distance(_positions(runs["sensor_only"]),
+                                                             reference),
+        "sensor_only_applied": only_hook.summary(),
+        "track_distance_note": "mean distance (m) of every true position of a run to the "
+                               "nearest true position of the 1 Hz deployment (same program, "
+                               "seed of the design run for the kernel runs)",
+        "runs": {name: _run_summary(runs[name])
+                 for name in ("slow_deploy", "sensor_kernels", "sensor_only")},
+    }
+
+
+def _config_dict(cfg: ExperimentConfig) -> dict[str, Any]:
+    data = asdict(cfg)
+    data["redesign_grid"] = {k: list(v) for k, v in cfg.redesign_grid.items()}
+    for key in ("ramp_weights", "sensor_weights"):
+        if data[key] is not None:
+            data[key] = {k: list(v) for k, v in data[key].items()}
+    return data
+
+
+# ------------------------------------------------------------------------------------ plots
+def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, KernelSet],
+                    folder: str) -> list[str]:
+    """Fig. 4/5, 6/9(b), 9(a) and 10 analogues as PNG files; returns their paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    goals = [(0.0, 0.0), (5.0, 15.0), (-5.0, 15.0)]
+
+    def waypoints(ax: Any) -> None:
+        ax.plot(*zip(*goals), "k+", markersize=14, markeredgewidth=2)   # '+': waypoints (Fig. 5)
+
+    def ramp_patch(ax: Any) -> None:
+        # the deployment's ramp (config/vehicle_deploy.yaml: 5 m long from x = 2.5 toward -x,
+        # 8 m wide around y = 15)
+        ax.add_patch(Rectangle((-2.5, 11.0), 5.0, 8.0, color="tab:orange", alpha=0.25,
+                               label="ramp (deployment only)"))
+
+    def atr_plot(name: str, title: str, curves: Sequence[tuple[str, str]]) -> None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for key, label in curves:
+            if key in runs:
+                atr = runs[key].atr
+                ax.plot(np.arange(1, atr.size + 1), atr, label=f"{label} ({atr[-1]:.2f})")
+        ax.set_xlabel("mission")
+        ax.set_ylabel("average total reward (ATR)")
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, markerscale=3)
+        path = os.path.join(folder, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
+    # Fig. 4/5: tracks design vs deploy, ATR design vs deploy
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
+    for key, colour, label in (("design", "k", "Design"), ("deploy", "tab:blue", DEPLOY_NAME)):
+        xy = _positions(runs[key])
+        ax1.plot(xy[:, 0], xy[:, 1], ".", color=colour, markersize=1, label=label)
+    ramp_patch(ax1)
+    waypoints(ax1)
+    ax1.set_aspect("equal")
+    ax1.set_title("Tracks: design vs deployment (simulated: our simulation + ramp)", fontsize=9)
+    ax1.legend(fontsize=8, markerscale=6)
+    for key, label in (("design", "Design"), ("deploy", DEPLOY_NAME)):
+        atr = runs[key].atr
+        ax2.plot(np.arange(1, atr.size + 1), atr, label=f"{label} ({atr[-1]:.2f})")
+    ax2.set_xlabel("mission")
+    ax2.set_ylabel("ATR")
+    ax2.set_title("ATR, design and simulated deployment (Fig. 4)", fontsize=9)
+    ax2.legend(fontsize=8, markerscale=6)
+    ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    path = os.path.join(folder, "fig4_tracks_atr.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(path)
+
+    atr_plot("fig6_atr_kernels.png",
+             "ATR: Design, Deploy, Kernels, Redesign in kernels, Redeploy (Fig. 6/9b)\n"
+             "deployment = our simulation with a ramp, not a real robot",
+             (("design", "Design"), ("deploy", DEPLOY_NAME), ("kernels", "Kernels"),
+              ("redesign_kernels", "Redesign/K"), ("redeploy", "Redeploy (simulated)")))
+
+    # Fig. 9(a): kernel centres over the deploy track with the ramp
+    fig, ax = plt.subplots(figsize=(6.5, 6.5))
+    xy = _positions(runs["deploy"])
+    ax.plot(xy[:, 0], xy[:, 1], ".", color="0.6", markersize=1, label=DEPLOY_NAME + " track")
+    ramp_patch(ax)
+    if "ramp" in kernel_sets and len(kernel_sets["ramp"]):
+        c = kernel_sets["ramp"].centres()
+        ax.plot(c[:, 0], c[:, 1], "r.", markersize=5, label=f"motor kernel centres ({len(c)})")
+    waypoints(ax)
+    ax.set_aspect("equal")
+    ax.set_title("Kernel centres over the simulated deployment track (Fig. 9a)", fontsize=9)
+    ax.legend(fontsize=8, markerscale=3)
+    fig.tight_layout()
+    path = os.path.join(folder, "fig9_kernel_centres.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(path)
+
+    # Fig. 10: sensor kernels; kernel-modified design track vs the deployment track
+    if "sensor_kernels" in runs:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 6))
+        deploy_xy = _positions(runs["slow_deploy"])
+        design_xy = _positions(runs["design"])
+        ax1.plot(design_xy[:, 0], design_xy[:, 1], ".", color="k", markersize=1,
+                 label="Design (20 Hz GPS)")
+        ax1.plot(deploy_xy[:, 0], deploy_xy[:, 1], ".", color="0.6", markersize=1,
+                 label="Deploy, 1 Hz GPS (simulated)")
+        if "sensor" in kernel_sets:
+            ks = kernel_sets["sensor"]
+            for kind, colour in (("sensor", "r"), ("motor", "tab:purple")):
+                c = np.array([k.centre for k in ks.kernels if k.kind == kind]).reshape(-1, 5)
+                if len(c):
+                    ax1.plot(c[:, 0], c[:, 1], ".", color=colour, markersize=4,
+                             label=f"{kind} kernel centres ({len(c)})")
+        waypoints(ax1)
+        ax1.set_aspect("equal")
+        ax1.set_title("Sensor kernels (Fig. 10a); deployment simulated", fontsize=9)
+        ax1.legend(fontsize=8, markerscale=6)
+        kernel_xy = _positions(runs["sensor_kernels"])
+        ax2.plot(deploy_xy[:, 0], deploy_xy[:, 1], ".", color="0.6", markersize=1,
+                 label="Deploy, 1 Hz GPS (simulated)")
+        ax2.plot(kernel_xy[:, 0], kernel_xy[:, 1], ".", color="k", markersize=1,
+                 label="Kernel-modified design simulation")
+        waypoints(ax2)
+        ax2.set_aspect("equal")
+        ax2.set_title("Kernel-modified design track vs simulated deployment track (Fig. 10b)",
+                      fontsize=9)
+        ax2.legend(fontsize=8, markerscale=6)
+        fig.tight_layout()
+        path = os.path.join(folder, "fig10_sensor_kernels.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

@@ -1,0 +1,98 @@
+"""The vehicle experiment end to end on a few missions: every JSON key, the plots, a kernel file
+that loads, determinism for a seed, and bad input."""
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.generation import GenerationConfig
+from kernel_manager_ros.kernel_file import load_kernels
+from kernel_manager_ros.state_spec import StateSpec
+from kernel_manager_ros.vehicle_experiment import (
+    ExperimentConfig, run_experiment, track_distance, weighted_spec)
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "vehicle-experiment")
+KEYS = {"atr_design", "atr_deploy", "atr_kernels", "gap_closure", "atr_redesign_kernels",
+        "atr_redeploy", "kernels", "sensor_case", "atr_curves", "redesign", "config", "timings",
+        "label"}
+
+
+def small(tmp_path, name, **changes):
+    config = ExperimentConfig(
+        missions=3, seed=5, work_dir=str(tmp_path / name), plots_dir=str(tmp_path / name / "p"),
+        rounds=2, generation=GenerationConfig(rollouts=100, epsilon_p=0.5, sensor_kernels=False),
+        sensor_generation=GenerationConfig(rollouts=100),
+        redesign_grid={"pitch_speed_gain": (0.0, 4.0)})
+    return replace(config, **changes)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("experiment")
+    return [run_experiment(small(tmp, name), progress=False) for name in ("a", "b")], tmp
+
+
+def test_small_run_has_every_key_plots_and_a_loadable_kernel_file(two_runs):
+    (result, _), tmp = two_runs
+    assert KEYS <= set(result)
+    assert "deployment" in result["label"] and "not a real robot" in result["label"]
+    assert set(result["kernels"]) >= {"motor", "sensor"}
+    assert result["kernels"]["sensor"] == 0          # the ramp case drops identity transfers
+    assert result["atr_design"] == 3.0 and result["atr_deploy"] < 0   # the ramp costs deadlines
+    for key in ("design", "deploy", "kernels", "redesign_kernels", "redeploy"):
+        assert len(result["atr_curves"][key]) == 3
+    gap = result["atr_design"] - result["atr_deploy"]
+    assert result["gap_closure"] == pytest.approx(
+        (result["atr_design"] - result["atr_kernels"]) / gap)
+    assert len(result["redesign"]["candidates"]) == 2
+    assert result["redesign"]["best"]["pitch_speed_gain"] in (0.0, 4.0)
+    sensor = result["sensor_case"]
+    assert sensor["kernels"]["sensor"] > 0           # the 1 Hz GPS gives identity transfers
+    assert sensor["track_distance_design"] > 0 and sensor["track_distance_kernels"] >= 0
+    assert len(result["plots"]) == 4 and all(os.path.getsize(p) > 10_000
+                                             for p in result["plots"])
+    kernels = load_kernels(result["kernels"]["file"])
+    assert kernels.counts()["motor"] == result["kernels"]["motor"]
+    assert kernels.metadata["label"] == result["label"]
+    assert os.path.isfile(tmp / "a" / "design.bag") and os.path.isfile(tmp / "a" / "deploy.bag")
+    json.dumps(result)                                # JSON-ready
+
+
+def test_same_seed_same_figures(two_runs):
+    (a, b), _ = two_runs
+    for key in ("atr_design", "atr_deploy", "atr_kernels", "atr_redesign_kernels",
+                "atr_redeploy"):
+        assert a[key] == b[key], key
+    assert a["kernels"]["motor"] == b["kernels"]["motor"]
+    for key in ("motor", "sensor", "applied"):
+        assert a["sensor_case"]["kernels"][key] == b["sensor_case"]["kernels"][key]
+    assert a["sensor_case"]["track_distance_kernels"] == b["sensor_case"]["track_distance_kernels"]
+    assert a["atr_curves"] == b["atr_curves"]
+
+
+def test_bad_input():
+    with pytest.raises(KernelError, match="missions"):
+        run_experiment(ExperimentConfig(missions=0), progress=False)
+    with pytest.raises(KernelError, match="rounds"):
+        run_experiment(ExperimentConfig(rounds=0), progress=False)
+    spec = StateSpec.from_yaml(ExperimentConfig().topics_config)
+    with pytest.raises(KernelError, match="unknown sensors"):
+        weighted_spec(spec, {"lidar": (1.0,)})
+    out = subprocess.run([sys.executable, SCRIPT, "--missions", "0"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["error: --missions must be at least 1, got 0"]
+
+
+def test_weights_and_track_distance():
+    spec = StateSpec.from_yaml(ExperimentConfig().topics_config)
+    heavy = weighted_spec(spec, {"pitch": (20.0,)})
+    assert heavy.weights[-1] == pytest.approx(20.0 / 23.0)
+    line = np.column_stack([np.linspace(0, 10, 11), np.zeros(11)])
+    assert track_distance(line, line) == 0.0
+    assert track_distance(line + [0.0, 0.5], line) == pytest.approx(0.5)

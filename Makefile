@@ -4,6 +4,7 @@
 #   make bench   performance figures into bench/results/*.json
 #   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
 #   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~10 min)
+#   make kernel-results   the delivery-vehicle experiment and the Panda kernels (~6 min)
 # Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
 SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
@@ -17,10 +18,10 @@ APT_PACKAGES := $(shell grep -vE '^\s*(\#|$$)' $(ROOT)/apt-packages.txt)
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results kernel-results clean
 
 help:
-	@echo "make demo | make test | make bench | make study | make diffnea-results | make compliant-results | make setup | make clean"
+	@echo "make demo | make test | make bench | make study | make diffnea-results | make compliant-results | make kernel-results | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -84,6 +85,15 @@ compliant-results: setup
 	  --json $(ROOT)/compliant_actuator_gazebo/results/fig8.json --plot $(ROOT)/compliant_actuator_gazebo/results/fig8.png
 	$(RUN) rosrun compliant_actuator_gazebo reproduce_ilc \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/ilc.json --plot $(ROOT)/compliant_actuator_gazebo/results/ilc.png
+
+# State-space kernel figures (kernel_manager_ros/results/): paper 001's delivery-vehicle experiment
+# (deployment = our simulation with a ramp / a 1 Hz GPS) and the kernels applied to the Panda
+# simulator against the reality stand-in (~6 min).
+kernel-results: setup
+	$(RUN) rosrun kernel_manager_ros vehicle-experiment --missions 100 --seed 0 --work-dir $(ROOT)/build/vehicle_experiment \
+	  --json $(ROOT)/kernel_manager_ros/results/vehicle_experiment.json --plots $(ROOT)/kernel_manager_ros/results/plots
+	$(RUN) rosrun kernel_manager_ros panda-kernels --trajectories 40 --seed 0 --out-dir $(ROOT)/build/panda_kernels \
+	  --json $(ROOT)/kernel_manager_ros/results/panda_kernels.json --plots $(ROOT)/kernel_manager_ros/results/plots
 
 clean:
 	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

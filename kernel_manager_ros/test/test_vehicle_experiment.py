@@ -49,6 +49,9 @@ def test_small_run_has_every_key_plots_and_a_loadable_kernel_file(two_runs):
     gap = result["atr_design"] - result["atr_deploy"]
     assert result["gap_closure"] == pytest.approx(
         (result["atr_design"] - result["atr_kernels"]) / gap)
+    m = result["median_total_reward"]
+    if m["design"] != m["deploy"]:
+        assert result["gap_closure_median"] == pytest.approx((m["design"] - m["kernels"]) / (m["design"] - m["deploy"]))
     assert len(result["redesign"]["candidates"]) == 2
     assert result["redesign"]["best"]["pitch_speed_gain"] in (0.0, 4.0)
     sensor = result["sensor_case"]

@@ -4,7 +4,8 @@
 # realtime Realeasy model, evaluates it on the held-out and Cartesian sets, runs the residual
 # publisher live on new trajectories; reproduces the compliant-actuator figures of paper 003
 # (Fig. 8 step responses, §4.3 ILC) in the embedded simulation; runs two TriFinger policies on
-# level 3 in trifinger_simulation; writes reports/report.md.
+# level 3 in trifinger_simulation and paper 001's delivery-vehicle experiment with state-space
+# kernels (30 missions); writes reports/report.md.
 # DEMO_TRAJECTORIES sets the data size (default 150), DEMO_TRAIN_MINUTES the training budget
 # (default 6), DEMO_LIVE_TRAJECTORIES the live run (default 8).
 set -euo pipefail
@@ -55,5 +56,9 @@ rosrun trifinger_controllers evaluate --controller cpc --grasp tg --level 3 --tr
   --seconds 20 --json "$out/trifinger_cpc_tg_l3.json" --no-progress
 rosrun trifinger_controllers evaluate --controller mp --grasp pg --level 3 --trials 2 --seed 0 \
   --seconds 20 --json "$out/trifinger_mp_pg_l3.json" --no-progress
+
+echo "== state-space kernels (paper 001): the delivery vehicle, 30 missions (deployment simulated)"
+rosrun kernel_manager_ros vehicle-experiment --missions 30 --seed 0 --work-dir "$root/build/demo_vehicle" \
+  --json "$out/vehicle_experiment.json" --plots "$out/vehicle" --quiet
 
 python "$root/tools/demo_report.py" "$out"

@@ -83,6 +83,29 @@ trials per pairing, level 4, the mix-and-match table) is part of `make bench`.
 """
 
 
+def kernel_section(folder: str) -> str:
+    """Paper 001 delivery-vehicle experiment (kernel_manager_ros); the deployment is simulated."""
+    r = load(folder, "vehicle_experiment.json")
+    return f"""## State-space kernels (paper 001): the delivery vehicle
+
+{r['label']}. {len(r['atr_curves']['design'])} missions per run.
+
+| run | ATR |
+|---|---|
+| Design | {r['atr_design']:.2f} |
+| Deploy (simulated) | {r['atr_deploy']:.2f} |
+| Kernels (original program, kernel-modified simulation) | {r['atr_kernels']:.2f} |
+| Redesign in the kernel simulation | {r['atr_redesign_kernels']:.2f} |
+| Redeploy (simulated) | {r['atr_redeploy']:.2f} |
+
+Gap closure {100 * r['gap_closure']:.0f} % by ATR, {100 * r['gap_closure_median']:.0f} % by the
+median mission; {r['kernels']['motor']} motor and {r['kernels']['sensor']} sensor kernels.
+The full run (100 missions) is `make kernel-results`.
+
+![ATR curves](vehicle/fig6_atr_kernels.png)
+"""
+
+
 def main(folder: str) -> None:
     collect = load(folder, "collect.json")
     gap = load(folder, "gap.json")
@@ -136,7 +159,8 @@ All figures compare the nominal simulator (PyBullet, pybullet_data Panda URDF, P
 ![joint torques: {label} (green), simulation (blue), simulation + Realeasy (red)](realeasy_torques.png)
 
 {compliant_section(folder)}
-{trifinger_section(folder)}"""
+{trifinger_section(folder)}
+{kernel_section(folder)}"""
     path = os.path.join(folder, "report.md")
     with open(path, "w", encoding="utf-8") as f:
         f.write(report)

@@ -409,7 +409,7 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
         third = max(others, key=lambda f: float(np.cross(normals_world[f], z) @ rotvec))
         chosen = [pair[0], pair[1], third]
         if kinematics is not None and goal.position[2] > HALF_WIDTH + CARRY_HEIGHT:
-            return _least_torque_assignment(chosen, cube_pose, goal, kinematics, level)
+            return _least_torque_assignments([chosen], cube_pose, goal, kinematics, level)
     else:
         if goal is not None:
             towards = np.asarray(goal.position, float) - np.asarray(cube_pose.position, float)
@@ -418,7 +418,8 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
             towards = np.zeros(3)
         if np.linalg.norm(towards) > 1e-3:
             if kinematics is not None and goal.position[2] > HALF_WIDTH + CARRY_HEIGHT:
-                return _least_torque_center_of_three(cube_pose, goal, kinematics, level, towards)
+                return _least_torque_assignments(_faces_towards(cube_pose, towards), cube_pose, goal,
+                                                 kinematics, level)
             free = max(faces, key=lambda f: float(normals_world[f] @ towards))
             chosen = [f for f in faces if f != free]
         else:  # no horizontal motion needed: leave free the face that suits the fingers least
@@ -434,53 +435,37 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
     return grasp
 
 
-def _least_torque_assignment(faces: Sequence[int], pose: CubePose, goal: CubePose,
-                             kinematics: FingerKinematics, level: int) -> Grasp:
-    """CG on the given faces (level 4: the pair along the rotation axis and the third face) with
-    the reachable finger assignment that needs the least :func:`holding_torque` at the goal."""
-    goal_pose = _goal_pose(pose, goal, level)
-    contacts = [face_point(f) for f in faces]
-    best: Optional[Tuple[float, float, Grasp]] = None
-    for order in itertools.permutations(range(N_FINGERS)):
-        grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
-                      np.array([contacts[o][1] for o in order]))
-        if not np.isfinite(grasp_cost(grasp, pose, kinematics, (goal_pose,))):
-            continue
-        key = (holding_torque(grasp, goal_pose, kinematics), grasp_cost(grasp, pose, None, (goal_pose,)))
-        if best is None or key < best[:2]:
-            best = (key[0], key[1], grasp)
-    if best is None:
-        raise GraspError("no reachable centre-of-three grasp for this cube pose")
-    return best[2]
-
-
-def _least_torque_center_of_three(pose: CubePose, goal: CubePose, kinematics: FingerKinematics,
-                                  level: int, towards: np.ndarray) -> Grasp:
-    """CG for levels 1-3 with the kinematics: the free face is one that faces the goal
-    (horizontal normal component towards it >= 0, so the fingers push rather than pull), and
-    of those faces' reachable finger assignments the one with the smallest
-    :func:`holding_torque` at the goal (an addition to §IV-C: with the face nearest the goal
-    always free, far goals left a finger at its torque or joint limit and the cube dropped)."""
-    faces = vertical_faces(pose)
-    normals_world = cube.rotate(pose.orientation, cube.FACE_NORMALS)
+def _least_torque_assignments(face_sets: Sequence[Sequence[int]], pose: CubePose, goal: CubePose,
+                              kinematics: FingerKinematics, level: int) -> Grasp:
+    """CG on one of ``face_sets`` (each three vertical faces) with the reachable finger
+    assignment that needs the least :func:`holding_torque` at the goal (ties: the lower side
+    cost); GraspError if none is reachable. An addition to §IV-C: with the paper's choice (face
+    nearest the goal free, first reachable assignment) far goals left a finger at its torque or
+    joint limit and the cube dropped (level 3), or the fingers saturated at the goal (level 4)."""
     goal_pose = _goal_pose(pose, goal, level)
     best: Optional[Tuple[float, float, Grasp]] = None
-    for free in faces:
-        if float(normals_world[free] @ towards) < -1e-9:
-            continue
-        contacts = [face_point(f) for f in faces if f != free]
+    for faces in face_sets:
+        contacts = [face_point(f) for f in faces]
         for order in itertools.permutations(range(N_FINGERS)):
             grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
                           np.array([contacts[o][1] for o in order]))
-            side = grasp_cost(grasp, pose, None, (goal_pose,))
             if not np.isfinite(grasp_cost(grasp, pose, kinematics, (goal_pose,))):
                 continue
-            torque = holding_torque(grasp, goal_pose, kinematics)
-            if best is None or (torque, side) < (best[0], best[1]):
-                best = (torque, side, grasp)
+            key = (holding_torque(grasp, goal_pose, kinematics), grasp_cost(grasp, pose, None, (goal_pose,)))
+            if best is None or key < best[:2]:
+                best = (key[0], key[1], grasp)
     if best is None:
         raise GraspError("no reachable centre-of-three grasp for this cube pose")
     return best[2]
+
+
+def _faces_towards(pose: CubePose, towards: np.ndarray) -> List[List[int]]:
+    """The CG face sets whose free face faces ``towards`` (horizontal normal component >= 0, so
+    the three fingers push the cube there rather than pull it)."""
+    faces = vertical_faces(pose)
+    normals_world = cube.rotate(pose.orientation, cube.FACE_NORMALS)
+    return [[f for f in faces if f != free] for free in faces
+            if float(normals_world[free] @ towards) >= -1e-9]
 
 
 def _faces_grasp(faces: Sequence[int], pose: CubePose, goal: Optional[CubePose],

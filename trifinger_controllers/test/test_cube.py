@@ -101,3 +101,14 @@ def test_resting_orientations():
 def test_zero_quaternion_rejected():
     with pytest.raises(ValueError):
         cube.normalize(np.zeros(4))
+
+
+def test_points_near_surface_counts_points_within_the_distance_of_the_faces():
+    pose = CubePose(np.array([0.1, 0.0, cube.HALF_WIDTH]), cube.from_yaw(0.7))
+    inside = pose.position
+    on_face = cube.to_world(pose, np.array([[cube.HALF_WIDTH + 0.01, 0.0, 0.0]]))[0]
+    far = cube.to_world(pose, np.array([[0.0, cube.HALF_WIDTH + 0.05, 0.0]]))[0]
+    points = np.stack([inside, on_face, far])
+    assert cube.points_near_surface(pose, points, 0.02) == 2
+    assert cube.points_near_surface(pose, points, 0.005) == 1
+    assert cube.points_near_surface(pose, points, 0.06) == 3

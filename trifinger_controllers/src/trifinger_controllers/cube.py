@@ -189,6 +189,13 @@ def to_cube_frame(pose: CubePose, points: np.ndarray) -> np.ndarray:
     return rotate(conjugate(pose.orientation), np.asarray(points, dtype=float) - pose.position)
 
 
+def points_near_surface(pose: CubePose, points: np.ndarray, distance: float) -> int:
+    """How many of the world ``points`` (k, 3) (e.g. fingertip centres) are within ``distance``
+    [m] of the cube's surface or inside the cube."""
+    outside = np.maximum(np.abs(to_cube_frame(pose, points)) - HALF_WIDTH, 0.0)
+    return int(np.sum(np.linalg.norm(outside, axis=1) <= distance))
+
+
 def corners(pose: CubePose) -> np.ndarray:
     """(8, 3) world positions of the cube's corners."""
     return to_world(pose, CORNERS)

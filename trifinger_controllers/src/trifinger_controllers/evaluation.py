@@ -126,9 +126,7 @@ class DropDetector:
 
 def holding_fingers(kinematics: FingerKinematics, pose: CubePose, joint_positions: np.ndarray) -> int:
     """Number of fingertips within :data:`HOLD_DISTANCE` of the cube's surface."""
-    tips = cube.to_cube_frame(pose, kinematics.tip_positions(joint_positions))
-    outside = np.maximum(np.abs(tips) - cube.HALF_WIDTH, 0.0)
-    return int(np.sum(np.linalg.norm(outside, axis=1) <= HOLD_DISTANCE))
+    return cube.points_near_surface(pose, kinematics.tip_positions(joint_positions), HOLD_DISTANCE)
 
 
 def control_period(controller: Controller) -> int:

@@ -449,9 +449,11 @@ def _least_torque_assignments(face_sets: Sequence[Sequence[int]], pose: CubePose
         for order in itertools.permutations(range(N_FINGERS)):
             grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
                           np.array([contacts[o][1] for o in order]))
-            if not np.isfinite(grasp_cost(grasp, pose, kinematics, (goal_pose,))):
+            # reachable at the goal (holding_torque's IK) and where the cube is now
+            torque = holding_torque(grasp, goal_pose, kinematics)
+            if not np.isfinite(torque) or np.max(ik_residual(grasp, pose, kinematics)) > IK_TOLERANCE:
                 continue
-            key = (holding_torque(grasp, goal_pose, kinematics), grasp_cost(grasp, pose, None, (goal_pose,)))
+            key = (torque, grasp_cost(grasp, pose, None, (goal_pose,)))
             if best is None or key < best[:2]:
                 best = (key[0], key[1], grasp)
     if best is None:

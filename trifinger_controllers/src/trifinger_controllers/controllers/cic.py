@@ -673,8 +673,6 @@ class CartesianImpedanceController(Controller):
         self._lost_stamp = pose.stamp
         k = self._at(pose.stamp)
         then = self._history_all_tips[k] if k is not None else tips
-        local = cube_geometry.to_cube_frame(pose, then)
-        outside = np.linalg.norm(np.maximum(np.abs(local) - cube_geometry.HALF_WIDTH, 0.0), axis=1)
-        holding = int(np.sum(outside <= REGRASP_DISTANCE))
+        holding = cube_geometry.points_near_surface(pose, then, REGRASP_DISTANCE)
         self._lost_images = self._lost_images + 1 if holding < 2 else 0
         return self._lost_images >= 2

@@ -419,9 +419,7 @@ class CartesianPositionController(Controller):
         k = int(np.argmin(np.abs(self._tip_log_t - pose.stamp)))
         if abs(self._tip_log_t[k] - pose.stamp) > 0.01:
             return N_FINGERS
-        tips = cube_geometry.to_cube_frame(pose, self._tip_log_x[k])
-        outside = np.maximum(np.abs(tips) - cube_geometry.HALF_WIDTH, 0.0)
-        return int(np.sum(np.linalg.norm(outside, axis=1) <= REGRASP_DISTANCE))
+        return cube_geometry.points_near_surface(pose, self._tip_log_x[k], REGRASP_DISTANCE)
 
     # ----------------------------------------------------------------------------- control
     def _torque(self, observation: Observation) -> np.ndarray:

@@ -83,6 +83,7 @@ from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
+from trifinger_controllers.controllers.stamped_history import StampedHistory
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.types import CUBE_MASS, N_FINGERS, TORQUE_LIMIT, CubePose, Observation
@@ -392,12 +393,8 @@ class CartesianImpedanceController(Controller):
         side = np.abs(self._normals @ up) < 0.5
         self._surface = self.grasp.tip_offsets() + p.contact_height * side[:, None] * up
         self._references = self._surface + (grasps.TIP_RADIUS + p.reference_depth) * self._normals
-        self._history_t = np.full(HISTORY, -np.inf)
-        self._history_all_tips = np.zeros((HISTORY, N_FINGERS, 3))
-        self._history_goal = np.zeros((HISTORY, 3))
-        self._history_rotation = np.tile(np.eye(3), (HISTORY, 1, 1))
+        self._history = StampedHistory(HISTORY, tips=(N_FINGERS, 3), goal=(3,), rotation=(3, 3))
         self._slip = np.zeros(3)
-        self._history_n = 0
         self._lead = 0.0
         self._integral = np.zeros(3)
         self._lost_images = 0
@@ -454,17 +451,12 @@ class CartesianImpedanceController(Controller):
     def _remember(self, t: float, tips: np.ndarray, subgoal: np.ndarray,
                   rotation: Optional[np.ndarray] = None) -> None:
         """Keep the tips, x_g and the grasp's orientation of the last ``HISTORY`` calls."""
-        k = self._history_n % HISTORY
-        self._history_t[k] = t
-        self._history_all_tips[k] = tips
-        self._history_goal[k] = subgoal
-        self._history_rotation[k] = np.eye(3) if rotation is None else rotation
-        self._history_n += 1
+        self._history.record(t, tips=tips, goal=subgoal,
+                             rotation=np.eye(3) if rotation is None else rotation)
 
     def _at(self, stamp: float) -> Optional[int]:
         """History index of the call at camera time ``stamp`` (None if not kept)."""
-        k = int(np.argmin(np.abs(self._history_t - stamp)))
-        return k if abs(self._history_t[k] - stamp) <= HISTORY_TOLERANCE else None
+        return self._history.index_at(stamp, HISTORY_TOLERANCE)
 
     def _camera_feedback(self, pose: CubePose, subgoal: np.ndarray) -> np.ndarray:
         """Process the camera pose: on a new image, integrate the error between x_g when the
@@ -473,7 +465,7 @@ class CartesianImpedanceController(Controller):
         and update the lead of x_g over the cube. Returns x_g at the image's time."""
         p = self._p
         k = self._at(pose.stamp)
-        then = self._history_goal[k] if k is not None else subgoal
+        then = self._history.values["goal"][k] if k is not None else subgoal
         if pose.stamp != self._last_stamp:
             period = min(max(pose.stamp - self._last_stamp, 0.0), 0.2)
             self._last_stamp = pose.stamp
@@ -485,7 +477,7 @@ class CartesianImpedanceController(Controller):
             if k is not None and p.slip_correction > 0.0:
                 # how far the cube has turned in the grasp: the camera's orientation against the
                 # one the tips held when the image was taken (low-pass: a complementary filter)
-                seen = cube_geometry.to_matrix(pose.orientation) @ self._history_rotation[k].T
+                seen = cube_geometry.to_matrix(pose.orientation) @ self._history.values["rotation"][k].T
                 rate = min(1.0, p.slip_correction * period)
                 self._slip += rate * (matrix_rotation_vector(seen) - self._slip)
         return then
@@ -672,7 +664,7 @@ class CartesianImpedanceController(Controller):
             return False
         self._lost_stamp = pose.stamp
         k = self._at(pose.stamp)
-        then = self._history_all_tips[k] if k is not None else tips
+        then = self._history.values["tips"][k] if k is not None else tips
         holding = cube_geometry.points_near_surface(pose, then, REGRASP_DISTANCE)
         self._lost_images = self._lost_images + 1 if holding < 2 else 0
         return self._lost_images >= 2

@@ -68,6 +68,7 @@ from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
+from trifinger_controllers.controllers.stamped_history import StampedHistory
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.types import CUBE_MASS, N_FINGERS, CubePose, Observation
@@ -280,9 +281,7 @@ class CartesianPositionController(Controller):
         self._correction_updates = 0
         self._last_stamp = observation.cube.stamp
         self._lost_images = 0
-        self._tip_log_t = np.full(TIP_HISTORY, -np.inf)
-        self._tip_log_x = np.zeros((TIP_HISTORY, N_FINGERS, 3))
-        self._tip_log_i = 0
+        self._tips_seen = StampedHistory(TIP_HISTORY, tips=(N_FINGERS, 3))
         self._enter(Phase.ABOVE, observation.robot.time)
 
     def _enter(self, phase: Phase, t: float) -> None:
@@ -407,19 +406,13 @@ class CartesianPositionController(Controller):
             self._q_cmd = cube_geometry.multiply(self._correction_turn, q_path)
         return self._q_cmd
 
-    def _log_tips(self, t: float, tips: np.ndarray) -> None:
-        k = self._tip_log_i % TIP_HISTORY
-        self._tip_log_t[k] = t
-        self._tip_log_x[k] = tips
-        self._tip_log_i += 1
-
     def _touching_at(self, pose: CubePose) -> int:
         """Number of fingertips within REGRASP_DISTANCE of the cube's surface when the image of
         ``pose`` was taken (3 if no tips were logged then)."""
-        k = int(np.argmin(np.abs(self._tip_log_t - pose.stamp)))
-        if abs(self._tip_log_t[k] - pose.stamp) > 0.01:
+        k = self._tips_seen.index_at(pose.stamp, 0.01)
+        if k is None:
             return N_FINGERS
-        return cube_geometry.points_near_surface(pose, self._tip_log_x[k], REGRASP_DISTANCE)
+        return cube_geometry.points_near_surface(pose, self._tips_seen.values["tips"][k], REGRASP_DISTANCE)
 
     # ----------------------------------------------------------------------------- control
     def _torque(self, observation: Observation) -> np.ndarray:
@@ -467,7 +460,7 @@ class CartesianPositionController(Controller):
         else:  # MOVE, HOLD: the grasp moved with the desired cube motion
             weight = 1.0
             assert self._path is not None
-            self._log_tips(t, tips)
+            self._tips_seen.record(t, tips=tips)
             self._camera_feedback(observation)
             if self._lost_images >= 2:
                 self._retreat_targets = tips + RETREAT_DISTANCE * (

@@ -61,7 +61,7 @@ from kernel_manager_ros.manager import KernelManager
 from kernel_manager_ros.mission import MissionConfig
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.vehicle_messages import SensorFields
-from kernel_manager_ros.vehicle_model import VehicleConfig
+from kernel_manager_ros.vehicle_model import Ramp, VehicleConfig
 from kernel_manager_ros.vehicle_run import (
     RunResult, SensorOverride, StepContext, run_missions, write_bag)
 
@@ -326,7 +326,7 @@ def run_experiment(config: ExperimentConfig, progress: bool = True) -> dict[str,
             result["sensor_case"] = _sensor_case(ctx)
         if config.plots_dir:
             result["plots"] = ctx.stage("plots", lambda: plot_experiment(
-                ctx.runs, ctx.kernel_sets, config.plots_dir))
+                ctx.runs, ctx.kernel_sets, config.plots_dir, mission, deploy.ramp))
     result["timings"] = dict(ctx.timings, total=round(time.perf_counter() - start, 3))
     return result
 
@@ -472,25 +472,35 @@ def _config_dict(cfg: ExperimentConfig) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ plots
 def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, KernelSet],
-                    folder: str) -> list[str]:
-    """Fig. 4/5, 6/9(b), 9(a) and 10 analogues as PNG files; returns their paths."""
+                    folder: str, mission: MissionConfig, ramp: Optional[Ramp]) -> list[str]:
+    """Fig. 4/5, 6/9(b), 9(a) and 10 analogues as PNG files (waypoints from ``mission``, the
+    deployment's ``ramp`` outlined); returns their paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Polygon
 
     os.makedirs(folder, exist_ok=True)
-    paths = []
-    goals = [(0.0, 0.0), (5.0, 15.0), (-5.0, 15.0)]
+    paths: list[str] = []
+    goals = [(g.x, g.y) for g in mission.goals]
 
     def waypoints(ax: Any) -> None:
         ax.plot(*zip(*goals), "k+", markersize=14, markeredgewidth=2)   # '+': waypoints (Fig. 5)
 
     def ramp_patch(ax: Any) -> None:
-        # the deployment's ramp (config/vehicle_deploy.yaml: 5 m long from x = 2.5 toward -x,
-        # 8 m wide around y = 15)
-        ax.add_patch(Rectangle((-2.5, 11.0), 5.0, 8.0, color="tab:orange", alpha=0.25,
-                               label="ramp (deployment only)"))
+        if ramp is None:
+            return
+        (sx, sy), (ux, uy) = ramp.start, ramp.direction
+        half = 0.5 * ramp.width
+        corners = [(sx + a * ux - b * uy, sy + a * uy + b * ux)
+                   for a, b in ((0.0, -half), (ramp.length, -half), (ramp.length, half), (0.0, half))]
+        ax.add_patch(Polygon(corners, color="tab:orange", alpha=0.25, label="ramp (deployment only)"))
+
+    def save(fig: Any, name: str) -> None:
+        fig.tight_layout()
+        paths.append(os.path.join(folder, name))
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
 
     def atr_plot(name: str, title: str, curves: Sequence[tuple[str, str]]) -> None:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -503,11 +513,7 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, markerscale=3)
-        path = os.path.join(folder, name)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        save(fig, name)
 
     # Fig. 4/5: tracks design vs deploy, ATR design vs deploy
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
@@ -527,11 +533,7 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
     ax2.set_title("ATR, design and simulated deployment (Fig. 4)", fontsize=9)
     ax2.legend(fontsize=8, markerscale=6)
     ax2.grid(alpha=0.3)
-    fig.tight_layout()
-    path = os.path.join(folder, "fig4_tracks_atr.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths.append(path)
+    save(fig, "fig4_tracks_atr.png")
 
     atr_plot("fig6_atr_kernels.png",
              "ATR: Design, Deploy, Kernels, Redesign in kernels, Redeploy (Fig. 6/9b)\n"
@@ -551,11 +553,7 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
     ax.set_aspect("equal")
     ax.set_title("Kernel centres over the simulated deployment track (Fig. 9a)", fontsize=9)
     ax.legend(fontsize=8, markerscale=3)
-    fig.tight_layout()
-    path = os.path.join(folder, "fig9_kernel_centres.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths.append(path)
+    save(fig, "fig9_kernel_centres.png")
 
     # Fig. 10: sensor kernels; kernel-modified design track vs the deployment track
     if "sensor_kernels" in runs:
@@ -569,7 +567,7 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
         if "sensor" in kernel_sets:
             ks = kernel_sets["sensor"]
             for kind, colour in (("sensor", "r"), ("motor", "tab:purple")):
-                c = np.array([k.centre for k in ks.kernels if k.kind == kind]).reshape(-1, 5)
+                c = np.array([k.centre for k in ks.kernels if k.kind == kind]).reshape(-1, len(ks.state_names))
                 if len(c):
                     ax1.plot(c[:, 0], c[:, 1], ".", color=colour, markersize=4,
                              label=f"{kind} kernel centres ({len(c)})")
@@ -587,9 +585,5 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
         ax2.set_title("Kernel-modified design track vs simulated deployment track (Fig. 10b)",
                       fontsize=9)
         ax2.legend(fontsize=8, markerscale=6)
-        fig.tight_layout()
-        path = os.path.join(folder, "fig10_sensor_kernels.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        save(fig, "fig10_sensor_kernels.png")
     return paths

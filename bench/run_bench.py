@@ -78,14 +78,14 @@ def robot_speed(config_file: str, limits: JointLimits, seconds: float, repeats: 
 def vehicle_histories(missions: int, seed: int):
     """(H_sim, H_phy, spec): the delivery vehicle's design and deployment (the simulation with the
     unexpected ramp) histories, paper 001 §4, as the generation benchmark's input."""
+    from kernel_manager_ros.config_files import config_path
     from kernel_manager_ros.mission import MissionConfig
     from kernel_manager_ros.state_spec import StateSpec
     from kernel_manager_ros.vehicle_model import VehicleConfig
     from kernel_manager_ros.vehicle_run import run_missions
-    config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernel_manager_ros", "config")
-    spec = StateSpec.from_yaml(os.path.join(config, "vehicle_topics.yaml"))
-    mission = MissionConfig.from_yaml(os.path.join(config, "mission.yaml"))
-    runs = [run_missions(VehicleConfig.from_yaml(os.path.join(config, name)), mission, spec, missions, seed)
+    spec = StateSpec.from_yaml(config_path("vehicle_topics.yaml"))
+    mission = MissionConfig.from_yaml(config_path("mission.yaml"))
+    runs = [run_missions(VehicleConfig.from_yaml(config_path(name)), mission, spec, missions, seed)
             for name in ("vehicle_design.yaml", "vehicle_deploy.yaml")]
     return runs[0].history("design"), runs[1].history("deployment"), spec
 

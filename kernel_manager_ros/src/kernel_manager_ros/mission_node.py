@@ -20,6 +20,7 @@ import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from std_msgs.msg import Float64
 
+from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
@@ -27,14 +28,13 @@ from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle_messages import (
     CMD_TOPIC, GPS_TOPIC, GPS_VEL_TOPIC, PERF_TOPIC, PITCH_TOPIC, SET_STATE_TOPIC,
     command_message, observation, perf_message, reset_message, sensor_message_is_finite)
-from kernel_manager_ros.vehicle_sim_node import default_config_path
 
 KERNEL_SUFFIX = "_kernel"
 
 
 class MissionNode:
     def __init__(self) -> None:
-        path = rospy.get_param("~config", "") or default_config_path("mission.yaml")
+        path = rospy.get_param("~config", "") or config_path("mission.yaml")
         config = MissionConfig.from_yaml(path)
         gain = rospy.get_param("~pitch_speed_gain", None)
         if gain is not None:

@@ -39,6 +39,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.distance import weighted_l1
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.generation import GenerationConfig, generate_kernels
@@ -47,8 +48,7 @@ from kernel_manager_ros.kernel import KernelSet
 from kernel_manager_ros.manager import KernelManager
 from kernel_manager_ros.state_spec import Channel, FieldPath, StateSpec
 
-PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PANDA_TOPICS = os.path.join(PACKAGE_DIR, "config", "panda_topics.yaml")
+PANDA_TOPICS = config_path("panda_topics.yaml")
 LABEL = "reality stand-in"
 SIM_NS, REAL_NS = "/sim", "/real"
 _COLUMNS = {"position": "q", "velocity": "qd", "effort": "tau"}   # JointState field -> Stream

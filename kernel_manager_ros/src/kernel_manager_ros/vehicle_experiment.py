@@ -58,6 +58,7 @@ from kernel_manager_ros.history import History
 from kernel_manager_ros.kernel import KernelSet
 from kernel_manager_ros.kernel_file import save_kernels
 from kernel_manager_ros.manager import KernelManager
+from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.mission import MissionConfig
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.vehicle_messages import SensorFields
@@ -68,22 +69,9 @@ from kernel_manager_ros.vehicle_run import (
 LABEL = ("deployment = our vehicle simulation with an unexpected ramp (and, in the sensor case, "
          "a 1 Hz GPS), not a real robot")
 DEPLOY_NAME = "Deploy (simulated)"
-CONFIG_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "config"))
 # Missions are separated by 2 s without messages (vehicle_run.run_missions' mission_gap); the
 # control period is 0.1 s: a gap of 1 s splits the bags into missions.
 EPISODE_GAP = 1.0
-
-
-def _config_path(name: str) -> str:
-    """A file of the package's config folder (source tree or installed share folder)."""
-    path = os.path.join(CONFIG_DIR, name)
-    if os.path.isfile(path):
-        return path
-    try:
-        import rospkg
-        return os.path.join(rospkg.RosPack().get_path("kernel_manager_ros"), "config", name)
-    except Exception:   # rospkg missing or the package not on ROS_PACKAGE_PATH
-        return path
 
 
 @dataclass(frozen=True)
@@ -93,12 +81,12 @@ class ExperimentConfig:
     missions: int = 100
     seed: int = 0
     work_dir: str = "vehicle_experiment"
-    design_config: str = field(default_factory=lambda: _config_path("vehicle_design.yaml"))
-    deploy_config: str = field(default_factory=lambda: _config_path("vehicle_deploy.yaml"))
+    design_config: str = field(default_factory=lambda: config_path("vehicle_design.yaml"))
+    deploy_config: str = field(default_factory=lambda: config_path("vehicle_deploy.yaml"))
     slow_gps_config: str = field(
-        default_factory=lambda: _config_path("vehicle_deploy_slow_gps.yaml"))
-    mission_config: str = field(default_factory=lambda: _config_path("mission.yaml"))
-    topics_config: str = field(default_factory=lambda: _config_path("vehicle_topics.yaml"))
+        default_factory=lambda: config_path("vehicle_deploy_slow_gps.yaml"))
+    mission_config: str = field(default_factory=lambda: config_path("mission.yaml"))
+    topics_config: str = field(default_factory=lambda: config_path("vehicle_topics.yaml"))
     # Algorithm 1 for the ramp (motor kernels); seeds are replaced per round
     generation: GenerationConfig = GenerationConfig(rollouts=1000, epsilon_p=0.5,
                                                     sensor_kernels=False)

@@ -22,6 +22,7 @@ import rospy
 from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
+from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
@@ -32,14 +33,9 @@ from kernel_manager_ros.vehicle_model import VehicleConfig, VehicleModel
 DEFAULT_CONFIG = "vehicle_design.yaml"
 
 
-def default_config_path(name: str) -> str:
-    import rospkg
-    return f"{rospkg.RosPack().get_path('kernel_manager_ros')}/config/{name}"
-
-
 class VehicleSimNode:
     def __init__(self) -> None:
-        path = rospy.get_param("~config", "") or default_config_path(DEFAULT_CONFIG)
+        path = rospy.get_param("~config", "") or config_path(DEFAULT_CONFIG)
         gps_rate = rospy.get_param("~gps_rate", 0.0)
         seed = rospy.get_param("~seed", None)
         self.config = VehicleConfig.from_yaml(path).with_overrides(

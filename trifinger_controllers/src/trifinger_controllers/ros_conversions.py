@@ -183,12 +183,17 @@ def robot_state_from_msg(msg: JointState) -> RobotState:
                       torque=_values("effort", msg.effort, order))
 
 
-def torque_command_msg(torque: np.ndarray, stamp: genpy.Time) -> JointState:
+def _command_msg(field: str, values: np.ndarray, stamp: genpy.Time) -> JointState:
+    """A JointState over JOINT_NAMES with only ``field`` (position or effort) filled."""
     msg = JointState()
     msg.header.stamp = stamp
     msg.name = list(JOINT_NAMES)
-    msg.effort = np.asarray(torque, dtype=float).tolist()
+    setattr(msg, field, np.asarray(values, dtype=float).tolist())
     return msg
+
+
+def torque_command_msg(torque: np.ndarray, stamp: genpy.Time) -> JointState:
+    return _command_msg("effort", torque, stamp)
 
 
 def torque_from_msg(msg: JointState) -> np.ndarray:
@@ -197,11 +202,7 @@ def torque_from_msg(msg: JointState) -> np.ndarray:
 
 
 def position_command_msg(position: np.ndarray, stamp: genpy.Time) -> JointState:
-    msg = JointState()
-    msg.header.stamp = stamp
-    msg.name = list(JOINT_NAMES)
-    msg.position = np.asarray(position, dtype=float).tolist()
-    return msg
+    return _command_msg("position", position, stamp)
 
 
 def position_from_msg(msg: JointState) -> np.ndarray:

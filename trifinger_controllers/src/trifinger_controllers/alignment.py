@@ -33,7 +33,7 @@ import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controller import CallInterval, Controller
 from trifinger_controllers.controllers.cic import (
     CIC_PARAMETERS,
     CartesianImpedanceController,
@@ -243,7 +243,7 @@ class Flip(Controller):
         self._idle = tips.copy()
         self._idle[:, 2] = self.IDLE_HEIGHT
         self._arc_start: Optional[float] = None
-        self._last_time: Optional[float] = None
+        self._interval = CallInterval()
         self.done = False
         self._enter(FlipPhase.RAISE, observation.robot.time)
 
@@ -262,8 +262,7 @@ class Flip(Controller):
     def _torque(self, observation: Observation) -> np.ndarray:
         q = observation.robot.position
         t = observation.robot.time
-        dt = 0.0 if self._last_time is None else max(0.0, t - self._last_time)
-        self._last_time = t
+        dt = self._interval(t)
         tips = self.kin.tip_positions(q)
         jac = self.kin.tip_jacobians(q)
         tip_velocity = np.einsum("fij,fj->fi", jac, observation.robot.velocity.reshape(N_FINGERS, 3))

@@ -3,7 +3,7 @@ evaluation and the ROS controller nodes."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -35,3 +35,16 @@ class Controller(ABC):
         if torque.shape != (9,) or not np.all(np.isfinite(torque)):
             raise FloatingPointError(f"{self.name}: invalid torque command {torque!r}")
         return np.clip(torque, -TORQUE_LIMIT, TORQUE_LIMIT)
+
+
+class CallInterval:
+    """Simulated time [s] since the previous call (0 on the first): a controller's step ``dt``
+    from the observations' times, robust to a call being skipped."""
+
+    def __init__(self) -> None:
+        self._last: Optional[float] = None
+
+    def __call__(self, t: float) -> float:
+        dt = 0.0 if self._last is None else max(0.0, t - self._last)
+        self._last = t
+        return dt

@@ -81,7 +81,7 @@ import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controller import CallInterval, Controller
 from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
 from trifinger_controllers.controllers.stamped_history import StampedHistory
 from trifinger_controllers.kinematics import FingerKinematics
@@ -371,7 +371,7 @@ class CartesianImpedanceController(Controller):
     # ----------------------------------------------------------------------------- episode
     def reset(self, observation: Observation) -> None:
         self.regrasps = 0
-        self._last_time: Optional[float] = None
+        self._interval = CallInterval()
         self._waypoint = self.kin.tip_positions(observation.robot.position)
         self._start_grasp(observation)
 
@@ -511,8 +511,7 @@ class CartesianImpedanceController(Controller):
         p = self._p
         robot = observation.robot
         t = robot.time
-        dt = 0.0 if self._last_time is None else max(0.0, t - self._last_time)
-        self._last_time = t
+        dt = self._interval(t)
         q = robot.position
         tips = self.kin.tip_positions(q)
         jac = self.kin.tip_jacobians(q)

@@ -164,6 +164,10 @@ class TrifingerNodes(unittest.TestCase):
                          lock_step="true",
                          real_time_factor=0, episode_seconds=LOCK_STEP_SECONDS,
                          publish_clock="false")
+        # the simulator republishes step 0 until a controller answers: start the controller only
+        # once the recorder has it (a controller connecting first could take step 0 unrecorded)
+        self.assertTrue(wait_for(lambda: 0 in rec.states, 30),
+                        f"{name}: no step-0 joint state\n{sim.output()[-2000:]}")
         ctrl = self.start(f"{name}_controller", f"{name}_controller", level=3)
         self.assertTrue(wait_for(lambda: len(rec.results) > 0, 90),
                         f"{name}: no episode result\n{sim.output()[-2000:]}\n"

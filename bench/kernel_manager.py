@@ -172,7 +172,7 @@ def bench_kernel_manager(n_kernels: int = 10000, state_dim: int = 5, action_dim:
     sim, phy, spec = histories if histories is not None else synthetic_pair(generation_steps,
                                                                             seed)
     synth_seconds = time.perf_counter() - clock
-    config = generation_config or GenerationConfig(rollouts=200, seed=seed)
+    config = generation_config or GenerationConfig(rollouts=200, seed=seed, significance=0.05)
     clock = time.perf_counter()
     kernels, report = generate_kernels(sim, phy, spec, config, progress=False)
     generation_seconds = time.perf_counter() - clock

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from kernel_manager_ros.divergence import divergence
+from kernel_manager_ros.divergence import divergence, significance_of
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.history import History
 from kernel_manager_ros.rollout import roll_out
@@ -118,3 +118,25 @@ def test_ridge_pulls_toward_identity_and_held_sensors_fit_exactly_identity():
     assert moved.displacement == pytest.approx(0.025)
     assert not moved.is_identity(0.01) and moved.is_identity(0.03)
     assert LinearTransfer.identity(slices, 1).is_identity(0.0)
+
+
+def test_significance_rejects_a_branch_seen_once_and_keeps_a_frequent_one():
+    # state 0 visited once in each history, with different successors: gap 1, no evidence
+    t = estimate_transitions(history([(0, 0, 1), (1, 0, 5)]), history([(0, 0, 2), (2, 0, 6)]),
+                             W1, 0.1, W1, 0.1)
+    rng = np.random.default_rng(4)
+    pair = (roll_out(t.sim, 0, rng, 5), roll_out(t.phy, 0, rng, 5))
+    assert divergence(*pair, t, epsilon_p=0.5).probability_gap == 1.0     # the paper's rule
+    assert divergence(*pair, t, epsilon_p=0.5, significance=0.05) is None
+    # twenty visits each: the deployment always goes to 2, the simulation always to 1
+    t = estimate_transitions(history([(0, 0, 1)] * 20 + [(1, 0, 5)]),
+                             history([(0, 0, 2)] * 20 + [(2, 0, 6)]), W1, 0.1, W1, 0.1)
+    pair = (roll_out(t.sim, 0, rng, 5), roll_out(t.phy, 0, rng, 5))
+    div = divergence(*pair, t, epsilon_p=0.5, significance=0.05)
+    assert div is not None and t.states[div.next_phy, 0] == 2.0
+    assert significance_of(t.sim, t.phy, div.state, div.next_phy) < 1e-6
+    # 3 of 20 deployment visits branch off (gap 0.15 < epsilon_p): no divergence either way
+    t = estimate_transitions(history([(0, 0, 1)] * 20 + [(1, 0, 5)]),
+                             history([(0, 0, 1)] * 17 + [(0, 0, 2)] * 3 + [(2, 0, 6)]),
+                             W1, 0.1, W1, 0.1)
+    assert significance_of(t.sim, t.phy, 0, 1) > 0.05

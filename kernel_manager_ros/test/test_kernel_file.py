@@ -22,7 +22,7 @@ def test_round_trip(tmp_path):
     assert back.metadata == {"note": "random"}
     assert len(back) == 12
     for a, b in zip(ks.kernels, back.kernels):
-        assert (a.kind, a.sigma, a.support) == (b.kind, b.sigma, b.support)
+        assert (a.kind, a.sigma, a.support, a.held) == (b.kind, b.sigma, b.support, b.held)
         np.testing.assert_array_equal(a.centre, b.centre)
         s, act = np.linspace(0, 1, 5), np.array([0.3, -0.2])
         np.testing.assert_array_equal(a.transfer.apply(s, act), b.transfer.apply(s, act))

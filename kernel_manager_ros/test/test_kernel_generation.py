@@ -12,7 +12,8 @@ from kernel_fixtures import DT, point_episodes, point_history, point_spec
 from kernel_manager_ros.bag_history import write_episode_bag
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.generation import GenerationConfig, generate_kernels
-from kernel_manager_ros.history import History
+from kernel_manager_ros.history import Episode, History
+from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import KernelManager
 
@@ -137,3 +138,56 @@ def test_generate_tool_end_to_end(tmp_path):
     missing = run_generate("--sim-bag", tmp_path / "x.bag", "--real-bag", *real, "--config",
                            config, "--out", out)
     assert missing.returncode == 2 and "bag not found" in missing.stderr
+
+
+def test_states_fit_follows_the_deployment_mean_where_the_branch_fit_overshoots():
+    # half of the deployment episodes are slowed in SLOW, half are not: at the region's start
+    # the deployment moves 0.05 or 0.1 per step, 0.075 on average
+    spec = point_spec(0.05)
+    sim = point_history()
+    phy = History.from_episodes(point_episodes(10, slow=SLOW) + point_episodes(10))
+    steps = {}
+    for rows in ("branch", "states"):
+        kernels, _ = generate_kernels(sim, phy, spec, GenerationConfig(
+            rollouts=300, seed=3, epsilon_p=0.3, fit_rows=rows), progress=False)
+        first = min(kernels.kernels, key=lambda k: k.centre[0])
+        assert SLOW[0] - 0.1 <= first.centre[0] < SLOW[0] + 0.1
+        steps[rows] = first.transfer.apply(first.centre, [1.0])[0] - first.centre[0]
+    assert steps["branch"] == pytest.approx(0.05, abs=1e-6)
+    assert 0.06 < steps["states"] < 0.09
+    with pytest.raises(KernelError, match="fit_rows"):
+        GenerationConfig(fit_rows="all").check()
+
+
+def test_a_held_gps_next_to_a_noisy_fast_sensor_makes_a_sensor_kernel_holding_only_the_gps():
+    # state = (gps x, tilt): the deployment's gps holds for 5 steps (stamp unchanged), the tilt
+    # sensor reports fresh noise at every step; judged on the whole state this moved (the old
+    # rule made motor kernels that teleported the simulation back), per sensor the gps held
+    rng = np.random.default_rng(5)
+    spec = StateSpec.from_dict({
+        "epsilon_c": 0.05,
+        "sensors": [{"name": "gps", "topic": "/p/gps", "type": "geometry_msgs/PointStamped",
+                     "fields": ["point.x"], "weights": [1.0]},
+                    {"name": "tilt", "topic": "/p/tilt", "type": "geometry_msgs/PointStamped",
+                     "fields": ["point.x"], "weights": [1.0]}],
+        "actions": [{"name": "cmd", "topic": "/p/cmd", "type": "std_msgs/Float64",
+                     "fields": ["data"]}],
+        "reward": {"name": "r", "topic": "/p/r", "type": "std_msgs/Float64", "fields": ["data"]}})
+
+    def episodes(hold: int) -> History:
+        out = []
+        for e in point_episodes(20, hold=hold):
+            tilt = rng.normal(0.0, 0.005, e.states.shape[0])
+            t = np.arange(e.states.shape[0]) * DT
+            out.append(Episode(np.column_stack([e.states[:, 0], tilt]), e.actions, e.rewards,
+                               np.column_stack([e.stamps[:, 0], t])))
+        return History.from_episodes(out)
+
+    kernels, _ = generate_kernels(episodes(1), episodes(5), spec,
+                                  GenerationConfig(rollouts=200, seed=2), progress=False)
+    sensor = [k for k in kernels.kernels if k.kind == "sensor"]
+    assert len(sensor) >= 10 and len(sensor) > 3 * kernels.counts()["motor"]
+    assert all(k.held == ("gps",) for k in sensor)
+    decision = KernelManager(kernels).decide(sensor[0].centre, [1.0])
+    assert decision.kind == "sensor" and decision.held == ("gps",)
+    assert decision.next_state[0] == pytest.approx(sensor[0].centre[0])   # identity on the gps

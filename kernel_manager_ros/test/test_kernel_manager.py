@@ -84,3 +84,15 @@ def test_index_agrees_with_a_brute_force_scan(seed, sigmas):
 def test_empty_kernel_set():
     ks = two_kernels().with_kernels(())
     assert KernelManager(ks).decide([1.0, 1.0], [0.0]) is None
+
+
+def test_held_sensors_of_a_kernel_are_checked():
+    two = LinearTransfer((SensorTransfer("pos", 0, 1, np.eye(1), np.zeros((1, 1)), np.zeros(1)),
+                          SensorTransfer("tilt", 1, 2, np.eye(1), np.zeros((1, 1)),
+                                         np.zeros(1))), 2, 1, 0.0)
+    assert Kernel(np.zeros(2), 0.1, 0.5, 0.5, two, "sensor").held == ("pos", "tilt")
+    assert Kernel(np.zeros(2), 0.1, 0.5, 0.5, two, "sensor", held=("tilt",)).held == ("tilt",)
+    with pytest.raises(KernelError, match="motor kernel holds no sensors"):
+        Kernel(np.zeros(2), 0.1, 0.5, 0.5, two, "motor", held=("pos",))
+    with pytest.raises(KernelError, match="unknown sensors"):
+        Kernel(np.zeros(2), 0.1, 0.5, 0.5, two, "sensor", held=("gps",))

@@ -12,9 +12,13 @@ import pytest
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.generation import GenerationConfig
 from kernel_manager_ros.kernel_file import load_kernels
+from kernel_manager_ros.kernel import Kernel, KernelSet
 from kernel_manager_ros.state_spec import StateSpec
+from kernel_manager_ros.transfer import LinearTransfer
 from kernel_manager_ros.vehicle_experiment import (
-    ExperimentConfig, run_experiment, track_distance, weighted_spec)
+    ExperimentConfig, KernelHook, run_experiment, track_distance, weighted_spec)
+from kernel_manager_ros.vehicle_model import VehicleConfig, VehicleModel
+from kernel_manager_ros.vehicle_run import StepContext
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "vehicle-experiment")
 KEYS = {"atr_design", "atr_deploy", "atr_kernels", "gap_closure", "atr_redesign_kernels",
@@ -99,3 +103,26 @@ def test_weights_and_track_distance():
     line = np.column_stack([np.linspace(0, 10, 11), np.zeros(11)])
     assert track_distance(line, line) == 0.0
     assert track_distance(line + [0.0, 0.5], line) == pytest.approx(0.5)
+
+
+def test_kernel_hook_holds_only_the_sensors_a_sensor_kernel_holds():
+    config = ExperimentConfig()
+    spec = StateSpec.from_yaml(config.topics_config)
+    slices = spec.sensor_slices
+    d, m = len(spec.state_names), len(spec.action_names)
+    held = Kernel(np.zeros(d), 1e6, 0.5, 0.5, LinearTransfer.identity(slices, m), "sensor",
+                  held=("gps", "gps_vel"))              # active everywhere
+    hook = KernelHook(KernelSet((held,), spec.state_names, spec.action_names, spec.weights,
+                                0.5), spec, 0.1)
+    vehicle = VehicleModel(VehicleConfig.from_yaml(config.design_config))
+    state, next_state = np.arange(d, dtype=float), np.arange(d, dtype=float) + 10.0
+    stamps, next_stamps = np.array([1.0, 1.0, 1.0]), np.array([1.1, 1.1, 1.1])
+    before = vehicle.get_state()
+    out = hook(StepContext(1.0, state, stamps, np.zeros(m), next_state, next_stamps, vehicle,
+                           spec))
+    gps = np.r_[slices["gps"], slices["gps_vel"]]
+    np.testing.assert_array_equal(out.state[gps], state[gps])          # held: s_t's values
+    np.testing.assert_array_equal(out.state[slices["pitch"]], next_state[slices["pitch"]])
+    np.testing.assert_array_equal(out.stamps, [1.0, 1.0, 1.1])          # eq. 9: stamps kept
+    assert vehicle.get_state() == before                                 # simulation untouched
+    assert hook.summary()["applied"] == {"motor": 0, "sensor": 1}

@@ -16,6 +16,17 @@ successors are s_s = r_sim[t + 1] and s_p = r_phy[t + 1].
     gap <= epsilon_p: both transition functions branch alike here and the roll-outs merely drew
     different branches; that is no divergence, and the roll-outs no longer share a state, so the
     pair yields none.
+  * "Sufficiently different" also asks for evidence when ``significance`` (alpha) is given (our
+    addition; the paper leaves the test open). Frequentist estimates from a state seen once or
+    twice differ by chance: a state visited once in each history with two different successors
+    has gap = 1. For the successor x that attains the gap (s_p or s_s), Fisher's exact test on
+    the counts
+        [[n_phy(s, x), n_phy(s) - n_phy(s, x)],
+         [n_sim(s, x), n_sim(s) - n_sim(s, x)]]
+    (n(s, x) = rows s -> x, n(s) = rows leaving s; transitions.py) must reject "x is as likely
+    in both" at level alpha (two-sided p-value < alpha); otherwise the pair yields none, as
+    for a small gap. A deployment that goes where the simulation never goes, in many of its
+    visits to s, passes; a branch seen once does not.
 A roll-out that ends first (no successors recorded) yields none either: there is no evidence.
 """
 from __future__ import annotations
@@ -23,8 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from scipy.stats import fisher_exact
+
 from kernel_manager_ros.rollout import Rollout
-from kernel_manager_ros.transitions import SharedTransitions
+from kernel_manager_ros.transitions import SharedTransitions, TransitionModel
 
 
 @dataclass(frozen=True)
@@ -50,9 +63,19 @@ class Divergence:
         return self.p_sim / total, self.p_phy / total
 
 
+def significance_of(sim: TransitionModel, phy: TransitionModel, s: int, x: int) -> float:
+    """Two-sided p-value of Fisher's exact test that s -> x is as frequent in both histories
+    (module docstring)."""
+    k_phy, k_sim = phy.state_count(s, x), sim.state_count(s, x)
+    table = [[k_phy, phy.visits(s) - k_phy], [k_sim, sim.visits(s) - k_sim]]
+    return float(fisher_exact(table).pvalue)
+
+
 def divergence(r_sim: Rollout, r_phy: Rollout, transitions: SharedTransitions,
-               epsilon_p: float, epsilon_c: Optional[float] = None) -> Optional[Divergence]:
-    """The first divergence of the paired roll-outs (see the module docstring), or None."""
+               epsilon_p: float, epsilon_c: Optional[float] = None,
+               significance: Optional[float] = None) -> Optional[Divergence]:
+    """The first divergence of the paired roll-outs (see the module docstring), or None.
+    ``significance``: the level alpha of the evidence test (None: no test, the paper's rule)."""
     eps_c = transitions.epsilon_c if epsilon_c is None else float(epsilon_c)
     sim, phy = transitions.sim, transitions.phy
     if r_sim.states[0] != r_phy.states[0]:
@@ -65,9 +88,13 @@ def divergence(r_sim: Rollout, r_phy: Rollout, transitions: SharedTransitions,
         distance = transitions.distance(s_s, s_p)
         if distance <= eps_c:
             continue
-        gap = max(phy.state_probability(s, s_p) - sim.state_probability(s, s_p),
-                  sim.state_probability(s, s_s) - phy.state_probability(s, s_s))
+        gap_phy = phy.state_probability(s, s_p) - sim.state_probability(s, s_p)
+        gap_sim = sim.state_probability(s, s_s) - phy.state_probability(s, s_s)
+        gap = max(gap_phy, gap_sim)
         if gap <= epsilon_p:
+            return None
+        if significance is not None and significance_of(
+                sim, phy, s, s_p if gap_phy >= gap_sim else s_s) >= significance:
             return None
         return Divergence(step=t, state=s, action_sim=int(r_sim.actions[t]),
                           action_phy=int(r_phy.actions[t]), next_sim=s_s, next_phy=s_p,

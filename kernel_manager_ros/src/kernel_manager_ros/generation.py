@@ -9,6 +9,9 @@ history.
                   f = linear fit on the short subsequence of r_p from delta (transfer.py)
 
 Our choices, all in GenerationConfig:
+  * "sufficiently different probabilities" may also ask for statistical evidence
+    (``significance``: Fisher's exact test on the transition counts, divergence.py), so that
+    branches seen once or twice in sparse regions make no kernels;
   * transitions over shared representatives (transitions.py), epsilon_c / epsilon_a from the
     spec unless overridden;
   * duplicates merged: divergences at the same representative state delta make one kernel
@@ -24,11 +27,24 @@ Our choices, all in GenerationConfig:
     self-loop (a sensor that held its value) adds no new region and its next transition is just
     another branch out of the same state. The fit uses the raw deployment rows behind those
     quantised transitions, so states are not rounded to representatives; a candidate with
-    fewer than min_fit_samples rows is dropped ("not sufficient information", §4);
+    fewer than min_fit_samples rows is dropped ("not sufficient information", §4).
+    ``fit_rows="states"`` fits instead on EVERY deployment row that leaves a state of the
+    subsequence: E[s'|s, a] of the deployment there rather than the branch's. The branch alone is
+    biased: where the deployment goes to delta_p in 60 % of its visits to delta and goes on as the
+    simulation does in the rest, a kernel fitted on the branch imposes delta_p every time, so the
+    kernel-modified simulation overshoots the deployment (the vehicle experiment measured it on
+    the ramp). Sensor kernels need the branch: a held sensor is the identity only on the rows
+    where it held;
   * the kernel centre is the centroid of the points delta's representative covers;
-  * kind: the transfer's largest displacement over its fit samples below identity_tolerance
-    (eq. 8 units) -> "sensor" (the sensor held its value, eq. 9 / §6.2), else "motor";
-    sensor_kernels=False drops sensor kernels as §6.1 did.
+  * kind, per sensor as eq. 9 puts it: sensor sn_i HELD its value when, on every fit row, its
+    time stamp did not change (t_i = t'_i) and its values moved by at most identity_tolerance
+    (eq. 8 units over the sensor's coordinates; this also covers histories without stamps). Some
+    sensor held -> a "sensor" kernel that holds those sensors (§6.2), every sensor moved ->
+    "motor". Per sensor, not per state: a 1 Hz GPS that held while a 20 Hz pitch sensor
+    reported noise is a sensor divergence; judged on the whole state it would make a motor
+    kernel that teleports the simulation back to the held position at every step (the
+    simulation then never leaves the kernel's region). sensor_kernels=False drops sensor
+    kernels as §6.1 did.
 Seeded (numpy Generator), with a tqdm progress bar over the roll-outs.
 """
 from __future__ import annotations
@@ -50,6 +66,9 @@ from kernel_manager_ros.transfer import LinearTransfer
 from kernel_manager_ros.transitions import SharedTransitions, estimate_transitions
 
 
+FIT_ROWS = ("branch", "states")
+
+
 @dataclass(frozen=True)
 class GenerationConfig:
     rollouts: int = 100                      # N_rollouts of Algorithm 1
@@ -57,6 +76,8 @@ class GenerationConfig:
     epsilon_c: Optional[float] = None        # eq. 8 state threshold (None: the spec's)
     epsilon_a: Optional[float] = None        # action threshold (None: the spec's)
     epsilon_p: float = 0.2                   # probability gap of a divergence (divergence.py)
+    significance: Optional[float] = None     # Fisher test level of a divergence (None: no test)
+    fit_rows: str = "branch"                 # "branch" | "states": the transfer's fit rows
     sigma: Optional[float] = None            # e_k = N(0, sigma^2) (None: epsilon_c)
     activation_threshold: float = 0.5        # e_k ∘ c_k(s) above this: active
     fit_length: int = 3                      # transitions of r_p from delta in the fit
@@ -78,6 +99,10 @@ class GenerationConfig:
                 raise KernelError(f"{name} must be >= 0, got {value!r}")
         if self.sigma is not None and not (np.isfinite(self.sigma) and self.sigma > 0.0):
             raise KernelError(f"sigma must be > 0, got {self.sigma!r}")
+        if self.fit_rows not in FIT_ROWS:
+            raise KernelError(f"fit_rows must be one of {FIT_ROWS}, got {self.fit_rows!r}")
+        if self.significance is not None and not (0.0 < self.significance <= 1.0):
+            raise KernelError(f"significance must be in (0, 1], got {self.significance!r}")
         if not (0.0 <= self.epsilon_p < 1.0):
             raise KernelError(f"epsilon_p must be in [0, 1), got {self.epsilon_p!r}")
         if not (0.0 < self.activation_threshold < 1.0):
@@ -190,7 +215,8 @@ def generate_kernels(sim: History, phy: History, spec: StateSpec,
             r_sim = roll_out(shared.sim, s0, rng, config.max_rollout_length)
             r_phy = roll_out(shared.phy, s0, rng, config.max_rollout_length)
             report.rollouts += 1
-            div = divergence(r_sim, r_phy, shared, config.epsilon_p, eps_c)
+            div = divergence(r_sim, r_phy, shared, config.epsilon_p, eps_c,
+                             config.significance)
             if div is None:
                 continue
             report.divergences += 1
@@ -222,20 +248,38 @@ def _kernels(candidates: dict[int, _Candidate], shared: SharedTransitions, phy: 
     kernels = []
     for cand in ordered:
         branch = cand.main_branch()
-        rows = np.unique(np.concatenate([shared.phy.samples(e) for e in sorted(branch.entries)]))
+        entries = sorted(branch.entries)
+        if config.fit_rows == "states":
+            entries = shared.phy.entries_from(shared.phy.sources_of(entries))
+        rows = np.unique(np.concatenate([shared.phy.samples(e) for e in entries]))
         if rows.size < config.min_fit_samples:
             report.dropped_insufficient += 1
             continue
         transfer = LinearTransfer.fit(phy.states[rows], phy.actions[rows],
                                       phy.next_states[rows], slices, spec.weights, config.ridge)
-        kind = "sensor" if transfer.is_identity(identity_tol) else "motor"
+        held = held_sensors(phy, rows, spec, identity_tol)
+        kind = "sensor" if held else "motor"
         if kind == "sensor" and not config.sensor_kernels:
             report.dropped_sensor += 1
             continue
         kernels.append(Kernel(centre=shared.centroids[cand.state], sigma=sigma,
                               p_sim=branch.p_sim / branch.support,
                               p_phy=branch.p_phy / branch.support,
-                              transfer=transfer, kind=kind, support=cand.support))
+                              transfer=transfer, kind=kind, support=cand.support,
+                              held=held))
     report.motor_kernels = sum(k.kind == "motor" for k in kernels)
     report.sensor_kernels = sum(k.kind == "sensor" for k in kernels)
     return kernels
+
+
+def held_sensors(phy: History, rows: np.ndarray, spec: StateSpec, tol: float
+                 ) -> tuple[str, ...]:
+    """The sensors that held their value on every given row of ``phy``: time stamp unchanged
+    (eq. 9) and values moved by at most ``tol`` (eq. 8 units over the sensor's coordinates)."""
+    held = []
+    for i, (name, sl) in enumerate(spec.sensor_slices.items()):
+        same_stamp = np.array_equal(phy.stamps[rows, i], phy.next_stamps[rows, i])
+        moved = np.abs(phy.next_states[rows, sl] - phy.states[rows, sl]) @ spec.weights[sl]
+        if same_stamp and float(moved.max()) <= tol:
+            held.append(name)
+    return tuple(held)

@@ -8,8 +8,12 @@ A kernel k holds
     unit-free and in (0, 1], so one activation threshold (§3.2: "e_k ∘ c_k(s) > epsilon") means
     the same for every sigma; the kernel is active within c_k(s) < sigma sqrt(-2 ln threshold);
   * the divergence probability distribution (p_s, p_p), normalised (Algorithm 1, "d");
-  * the transfer function f_k (transfer.py) and its kind: "sensor" when f_k is the identity
-    (the sensor held its value; time stamps unchanged, eq. 9 / §6.2), else "motor";
+  * the transfer function f_k (transfer.py) and its kind: "sensor" when some sensors held their
+    value across the divergent transition (eq. 9: their time stamps unchanged, t_i = t'_i, and
+    f_{k,sn_i} the identity; §6.2), ``held`` names them; "motor" when every sensor moved. A
+    sensor kernel replaces only the held sensors' data (their values and stamps of s); the
+    other sensors report what the simulation reports (their transfer blocks are kept in the file
+    but not applied);
   * ``support``: how many roll-out divergences were merged into it.
 """
 from __future__ import annotations
@@ -36,6 +40,7 @@ class Kernel:
     transfer: LinearTransfer
     kind: str
     support: int = 1
+    held: tuple[str, ...] = ()   # sensor kernels: the sensors that held their value (eq. 9)
 
     def __post_init__(self) -> None:
         centre = np.asarray(self.centre, dtype=float)
@@ -52,6 +57,21 @@ class Kernel:
             if not (0.0 <= p <= 1.0):
                 raise KernelError(f"kernel {name} must be in [0, 1], got {p}")
         object.__setattr__(self, "centre", centre)
+        held = tuple(self.held)
+        names = tuple(b.name for b in self.transfer.blocks)
+        if self.kind == "sensor" and not held:
+            held = names          # a sensor kernel without names holds every sensor
+        if self.kind == "motor" and held:
+            raise KernelError(f"a motor kernel holds no sensors, got held={list(held)}")
+        unknown = set(held) - set(names)
+        if unknown:
+            raise KernelError(f"kernel holds unknown sensors {sorted(unknown)} (its transfer "
+                              f"has {list(names)})")
+        object.__setattr__(self, "held", held)
+
+    def held_slices(self) -> tuple[slice, ...]:
+        """The state slices of the held sensors."""
+        return tuple(slice(b.start, b.stop) for b in self.transfer.blocks if b.name in self.held)
 
     def distance(self, state: np.ndarray, weights: np.ndarray) -> float:
         """c_k(s) of eq. 8."""

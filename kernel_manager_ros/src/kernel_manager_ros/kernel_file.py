@@ -9,6 +9,7 @@
     metadata: {...}                     # generation settings and figures
     kernels:                            # application order: the first active one is applied
       - kind: motor                     # motor | sensor
+        held: []                        # sensor kernels: the sensors that held (eq. 9)
         centre: [...]                   # the state preceding the divergence
         sigma: 0.2                      # e_k = N(0, sigma^2) over c_k
         p_sim: 0.5                      # normalised divergence distribution (p_s, p_p)
@@ -56,7 +57,8 @@ def kernel_set_to_dict(kernel_set: KernelSet) -> dict[str, Any]:
     kernels = []
     for k in kernel_set.kernels:
         kernels.append({
-            "kind": k.kind, "centre": k.centre.tolist(), "sigma": float(k.sigma),
+            "kind": k.kind, "held": list(k.held), "centre": k.centre.tolist(),
+            "sigma": float(k.sigma),
             "p_sim": float(k.p_sim), "p_phy": float(k.p_phy), "support": int(k.support),
             "displacement": None if k.transfer.displacement is None
             else float(k.transfer.displacement),
@@ -170,7 +172,8 @@ def kernel_set_from_dict(data: Any, where: str = "kernel file") -> KernelSet:
                               p_sim=_number(_get(raw, "p_sim", at), f"{at}: p_sim"),
                               p_phy=_number(_get(raw, "p_phy", at), f"{at}: p_phy"),
                               transfer=transfer, kind=str(_get(raw, "kind", at)),
-                              support=support))
+                              support=support,
+                              held=_names(raw.get("held") or [], f"{at}: held")))
     return KernelSet(tuple(kernels), state_names, action_names, weights, threshold,
                      dict(metadata))
 

@@ -5,8 +5,9 @@ kernel k (KernelIndex) and returns f_k(s, a). What the caller does with it depen
   * motor kernel: the caller sets the simulator's state to next_state through the simulator's
     configuration interface (the parameters phi of §3.2), so the simulation returns f_k(s, a)
     and its sensors report it;
-  * sensor kernel: only the sensor data are replaced (republished on <topic>_kernel) with
-    next_state, the sensors' time stamps unchanged (eq. 9, §6.2); the simulation is untouched.
+  * sensor kernel: only the data of the sensors it holds (``held``) are replaced (republished on
+    <topic>_kernel): they keep reporting what they reported last, values and time stamps (eq. 9,
+    §6.2; f_k is the identity on them); the other sensors and the simulation are untouched.
 States outside every kernel's region get None: the simulation runs unmodified.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Decision:
     activation: float          # e_k ∘ c_k(s)
     distance: float            # c_k(s), eq. 8
     next_state: np.ndarray     # f_k(s, a)
+    held: tuple[str, ...] = ()  # sensor kernel: the sensors whose data it replaces
 
 
 class KernelManager:
@@ -65,4 +67,4 @@ class KernelManager:
             raise KernelError(f"kernel {k}'s transfer gives NaN/Inf at this state")
         return Decision(index=k, kind=kernel.kind, activation=activation,
                         distance=kernel.distance(s, self.kernel_set.weights),
-                        next_state=next_state)
+                        next_state=next_state, held=kernel.held)

@@ -12,8 +12,9 @@ Parameters
   ~suffix (str, "_kernel")  sensor data are republished on <topic><suffix>
 Topics
   subscribes every sensor topic and action topic of ~config (their own types);
-  publishes <sensor topic>_kernel (same type): passed through, or, while a sensor kernel is
-  active, the held message (its header stamp unchanged, eq. 9) carrying f_k(s, a);
+  publishes <sensor topic>_kernel (same type): passed through, or, while a sensor kernel that
+  holds this sensor is active, the message last published there again (values and header stamp
+  unchanged, eq. 9: the sensor holds);
   ~set_state's topic (motor kernels: the simulator is set to f_k(s, a));
   /kernel_manager/active_kernel (kernel_manager_ros/ActiveKernel) once per step.
 A step is a message on the first action topic; its state s is the latest value of every sensor
@@ -22,7 +23,6 @@ throttled error; nothing NaN is published.
 """
 from __future__ import annotations
 
-import copy
 import io
 import threading
 from typing import Any, Mapping, Optional
@@ -106,6 +106,7 @@ class KernelManagerNode:
         n_sensors = len(self.spec.sensors)
         self._values: list[Optional[np.ndarray]] = [None] * n_sensors
         self._messages: list[Any] = [None] * n_sensors
+        self._published: list[Any] = [None] * n_sensors   # last message on each relay
         self._actions: list[Optional[np.ndarray]] = [None] * len(self.spec.actions)
         self._override: Optional[list[Any]] = None   # held messages carrying f_k(s, a)
         self.steps = self.applied = 0
@@ -146,7 +147,9 @@ class KernelManagerNode:
         with self._lock:
             self._values[i] = values
             self._messages[i] = msg
-            out = msg if self._override is None else self._override[i]
+            out = msg if self._override is None or self._override[i] is None \
+                else self._override[i]
+            self._published[i] = out
         self._relays[i].publish(out)
 
     def _on_action(self, msg: Any, j: int) -> None:
@@ -175,15 +178,14 @@ class KernelManagerNode:
             self.applied += 1
 
     def _held(self, decision: Decision) -> list[Any]:
-        """The sensors' current messages carrying f_k(s, a), header stamps unchanged (eq. 9):
-        republished instead of the simulator's until the next step."""
-        held = []
-        for channel, msg in zip(self.spec.sensors, self._messages):
-            out = copy.deepcopy(msg)
-            sl = self.spec.sensor_slices[channel.name]
-            for path, value in zip(channel.paths, decision.next_state[sl]):
-                path.set(out, float(value))
-            held.append(out)
+        """For every sensor the kernel holds, the message it last published on the relay (values
+        and header stamp unchanged, eq. 9: f_k is the identity on a held sensor), republished
+        instead of the simulator's until the next step; a hold goes on while the simulation's
+        states stay inside sensor kernels. None for the other sensors: they pass through."""
+        held: list[Any] = []
+        for channel, msg, last in zip(self.spec.sensors, self._messages, self._published):
+            held.append(None if channel.name not in decision.held
+                        else (last if last is not None else msg))
         self.applied += 1
         return held
 

@@ -25,6 +25,7 @@ transfer-function fit (transfer.py) uses those raw samples rather than the repre
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -134,6 +135,16 @@ class TransitionModel:
         lo, hi = self.indptr[s], self.indptr[s + 1]
         return float(self.prob[lo:hi][self.next_state[lo:hi] == s_next].sum())
 
+    def visits(self, s: int) -> int:
+        """n(s): how many history rows leave s."""
+        lo, hi = self.indptr[s], self.indptr[s + 1]
+        return int(self.count[lo:hi].sum())
+
+    def state_count(self, s: int, s_next: int) -> int:
+        """n(s, s') = sum_a n(s, a, s'): how many history rows went s -> s'."""
+        lo, hi = self.indptr[s], self.indptr[s + 1]
+        return int(self.count[lo:hi][self.next_state[lo:hi] == s_next].sum())
+
     def transition_probability(self, s: int, a: int, s_next: int) -> float:
         """T(s'|s, a) of eq. 3 (0 when a was never taken in s)."""
         lo, hi = self.indptr[s], self.indptr[s + 1]
@@ -148,6 +159,15 @@ class TransitionModel:
         lo, hi = self.indptr[s], self.indptr[s + 1]
         actions, inverse = np.unique(self.action[lo:hi], return_inverse=True)
         return actions, np.bincount(inverse.reshape(-1), weights=self.prob[lo:hi])
+
+    def sources_of(self, entries: Sequence[int]) -> np.ndarray:
+        """The source state s of every entry (sorted, unique)."""
+        e = np.asarray(entries, dtype=np.int64)
+        return np.unique(np.searchsorted(self.indptr, e, side="right") - 1)
+
+    def entries_from(self, states: Sequence[int]) -> list[int]:
+        """Every entry (s -> s' under a) leaving the given states."""
+        return [e for s in states for e in range(int(self.indptr[s]), int(self.indptr[s + 1]))]
 
     def samples(self, entry: int) -> np.ndarray:
         """History rows labelled with entry ``entry``'s (s, a, s')."""

@@ -20,7 +20,8 @@ a sensor that held its value (S' = S) fits to exactly A = I, B = 0, c = 0.
 
 ``displacement`` is the largest eq. 8 distance c(f(s, a), s) over the fit samples: how far the
 kernel moves a state where it was fitted. ``is_identity(tol)`` compares it with tol (eq. 8 units,
-like epsilon_c); identity transfers make sensor kernels (§6.2).
+like epsilon_c). Whether a kernel is a sensor kernel is decided per sensor from the fit rows'
+stamps and values (generation.held_sensors, eq. 9), not from the whole transfer.
 """
 from __future__ import annotations
 

@@ -167,9 +167,9 @@ class KernelHook:
 
     def __call__(self, ctx: StepContext) -> Optional[SensorOverride]:
         self.steps += 1
-        state, stamps = ctx.state, ctx.stamps
+        state = ctx.state
         if self._reported is not None and abs(ctx.t - self._reported[0]) < 0.5 * self.period:
-            _, state, stamps = self._reported      # the simulation's own report of s_t
+            _, state, _ = self._reported           # the simulation's own report of s_t
         decision = self.manager.decide(state, ctx.action)
         t_next = ctx.t + self.period
         if decision is None:

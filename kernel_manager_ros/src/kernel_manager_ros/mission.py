@@ -37,7 +37,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.state_spec import read_yaml
+from kernel_manager_ros.state_spec import config_section, read_yaml
 from kernel_manager_ros.vehicle_model import wrap_angle
 
 
@@ -134,14 +134,7 @@ class MissionConfig:
 
     @classmethod
     def from_dict(cls, data: Any, what: str = "mission config") -> "MissionConfig":
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            raise KernelError(f"{what} must be a mapping")
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise KernelError(f"{what}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
+        data = config_section(data, [f.name for f in fields(cls)], what)
         values: dict[str, Any] = {}
         try:
             if "goals" in data:

@@ -27,7 +27,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import yaml
@@ -300,3 +300,16 @@ def read_yaml(path: Union[str, os.PathLike], what: str) -> Any:
         raise KernelError(f"cannot read {what} {path}: {exc}") from exc
     except yaml.YAMLError as exc:
         raise KernelError(f"{what} {path} is not valid YAML: {exc}") from exc
+
+
+def config_section(data: Any, known: Iterable[str], what: str) -> Mapping[str, Any]:
+    """A config file's section ``data`` (None: empty) as a mapping whose keys are all in
+    ``known``; KernelError naming ``what`` and the unknown keys otherwise."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise KernelError(f"{what} must be a mapping")
+    unknown = set(data) - set(known)
+    if unknown:
+        raise KernelError(f"{what}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
+    return data

@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.state_spec import read_yaml
+from kernel_manager_ros.state_spec import config_section, read_yaml
 
 
 def _check_positive(owner: str, **values: float) -> None:
@@ -187,14 +187,8 @@ class VehicleConfig:
 
     @classmethod
     def from_dict(cls, data: Any, what: str = "vehicle config") -> "VehicleConfig":
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            raise KernelError(f"{what} must be a mapping")
-        known = {"vehicle", "sensors", "ramp", "physics_rate", "seed", "label"}
-        unknown = set(data) - known
-        if unknown:
-            raise KernelError(f"{what}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
+        data = config_section(data, ("vehicle", "sensors", "ramp", "physics_rate", "seed",
+                                     "label"), what)
         try:
             ramp = data.get("ramp")
             return cls(
@@ -222,14 +216,7 @@ class VehicleConfig:
 
 def _dataclass_from(cls: type, data: Any, what: str) -> Any:
     """``cls(**data)`` for a flat dataclass of numbers (and 2-vectors), with clear errors."""
-    if data is None:
-        return cls()
-    if not isinstance(data, Mapping):
-        raise KernelError(f"{what} must be a mapping")
-    names = {f.name for f in fields(cls)}
-    unknown = set(data) - names
-    if unknown:
-        raise KernelError(f"{what}: unknown keys {sorted(unknown)} (known: {sorted(names)})")
+    data = config_section(data, [f.name for f in fields(cls)], what)
     values: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, list):

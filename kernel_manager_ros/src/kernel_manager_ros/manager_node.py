@@ -105,7 +105,6 @@ class KernelManagerNode:
         self._lock = threading.Lock()
         n_sensors = len(self.spec.sensors)
         self._values: list[Optional[np.ndarray]] = [None] * n_sensors
-        self._messages: list[Any] = [None] * n_sensors
         self._published: list[Any] = [None] * n_sensors   # last message on each relay
         self._actions: list[Optional[np.ndarray]] = [None] * len(self.spec.actions)
         self._override: Optional[list[Any]] = None   # held messages carrying f_k(s, a)
@@ -146,7 +145,6 @@ class KernelManagerNode:
             return
         with self._lock:
             self._values[i] = values
-            self._messages[i] = msg
             out = msg if self._override is None or self._override[i] is None \
                 else self._override[i]
             self._published[i] = out
@@ -183,9 +181,8 @@ class KernelManagerNode:
         instead of the simulator's until the next step; a hold goes on while the simulation's
         states stay inside sensor kernels. None for the other sensors: they pass through."""
         held: list[Any] = []
-        for channel, msg, last in zip(self.spec.sensors, self._messages, self._published):
-            held.append(None if channel.name not in decision.held
-                        else (last if last is not None else msg))
+        for channel, last in zip(self.spec.sensors, self._published):
+            held.append(last if channel.name in decision.held else None)
         self.applied += 1
         return held
 

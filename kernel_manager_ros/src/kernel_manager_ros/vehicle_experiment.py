@@ -163,25 +163,25 @@ class KernelHook:
         self.steps = 0
         self.applied = {"motor": 0, "sensor": 0}
         self.used: set[int] = set()
-        self._reported: Optional[tuple[float, np.ndarray, np.ndarray]] = None
+        self._reported: Optional[tuple[float, np.ndarray]] = None   # (t, s) for the next step
 
     def __call__(self, ctx: StepContext) -> Optional[SensorOverride]:
         self.steps += 1
         state = ctx.state
         if self._reported is not None and abs(ctx.t - self._reported[0]) < 0.5 * self.period:
-            _, state, _ = self._reported           # the simulation's own report of s_t
+            state = self._reported[1]              # the simulation's own report of s_t
         decision = self.manager.decide(state, ctx.action)
         t_next = ctx.t + self.period
         if decision is None:
-            self._reported = (t_next, ctx.next_state, ctx.next_stamps)
+            self._reported = (t_next, ctx.next_state)
             return None
         self.applied[decision.kind] += 1
         self.used.add(decision.index)
         if decision.kind == "motor":
             ctx.vehicle.set_state(**self.fields.set_state_arguments(decision.next_state))
-            self._reported = (t_next, decision.next_state, ctx.next_stamps)
+            self._reported = (t_next, decision.next_state)
             return SensorOverride(decision.next_state)
-        self._reported = (t_next, ctx.next_state, ctx.next_stamps)
+        self._reported = (t_next, ctx.next_state)
         seen, seen_stamps = ctx.next_state.copy(), ctx.next_stamps.copy()
         for i, (name, sl) in enumerate(self.slices.items()):
             if name in decision.held:

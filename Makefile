@@ -14,8 +14,6 @@ ROOT     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 VENV     := $(ROOT)/.venv
 WS       := $(ROOT)/build/ws
 PACKAGES := realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers
-APT_PACKAGES := $(shell grep -vE '^\s*(\#|$$)' $(ROOT)/apt-packages.txt)
-SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN      := source $(ROOT)/env.sh &&
 
 .PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results kernel-results clean
@@ -25,15 +23,10 @@ help:
 
 setup: apt venv workspace
 
-# Debian packages: ROS 1 (ros_comm from Debian), build tools. Installs only what is missing.
+# Debian packages: ROS 1 (ros_comm from Debian), build tools. Installs only what is missing and
+# says what it installs (tools/apt_install.sh; tools/test/test_apt_install.py checks it).
 apt:
-	@missing=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(APT_PACKAGES) 2>/dev/null \
-	  | awk '$$1=="ii"{print $$2}' | sort | comm -13 - <(printf '%s\n' $(APT_PACKAGES) | sort)); \
-	if [ -n "$$missing" ]; then \
-	  echo "apt: installing $$missing"; \
-	  $(SUDO) apt-get update -q; \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
-	fi
+	bash $(ROOT)/tools/apt_install.sh $(ROOT)/apt-packages.txt
 
 # Python venv from Debian's interpreter so rospy (Debian) and torch (pip) import together.
 venv: $(VENV)/.requirements.stamp

@@ -8,7 +8,7 @@ results="$root/build/test-results"
 rm -rf "$results" && mkdir -p "$results"
 status=0
 
-test_dirs=()
+test_dirs=("$root/tools/test")
 for pkg in realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers; do
   if compgen -G "$root/$pkg/test/test_*.py" > /dev/null; then test_dirs+=("$root/$pkg/test"); fi
 done

@@ -28,7 +28,7 @@ import warnings
 from typing import Optional
 
 import numpy as np
-from realeasy_ros.cli import write_json
+from panda_sim2real.cli import write_json
 
 HERE = os.path.abspath(__file__)
 MODEL_HIDDEN = 64   # the size make demo / make study train; the timing does not depend on weights
@@ -38,10 +38,10 @@ OUTPUT = "/sim/joint_states_realistic"
 
 def record_states(path: str, seconds: float, rate: int = 1000) -> int:
     """Simulated Panda states at ``rate`` Hz over ``seconds`` (generated moves), saved as npy."""
-    from realeasy_ros.limits import JointLimits
-    from realeasy_ros.robot import SimulatedRobot
-    from realeasy_ros.robot_config import SIM_CONFIG_FILE, RobotConfig
-    from realeasy_ros.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+    from panda_sim2real.limits import JointLimits
+    from panda_sim2real.robot import SimulatedRobot
+    from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+    from panda_sim2real.trajectory_generation import GeneratorSettings, TrajectoryGenerator
 
     limits = JointLimits.from_yaml()
     config = RobotConfig.from_yaml(SIM_CONFIG_FILE).with_overrides(publish_rate=rate)
@@ -66,7 +66,7 @@ def play(states_path: str, rate: float, topic: str) -> None:
     import rospy
     from sensor_msgs.msg import JointState
 
-    from realeasy_ros.limits import JointLimits
+    from panda_sim2real.limits import JointLimits
 
     states = np.load(states_path)
     names = list(JointLimits.from_yaml().joint_names)
@@ -196,10 +196,10 @@ def run_case(env: dict, states: str, n: int, rate: float, model: Optional[str],
 
 def bench_node_latency(seconds: float = 60.0, rate: float = 1000.0,
                        model: Optional[str] = None) -> dict:
-    from realeasy_ros.limits import JointLimits
+    from panda_sim2real.limits import JointLimits
     from realeasy_ros.model import ModelSpec, build_network
     from realeasy_ros.model_file import RealeasyModel
-    from realeasy_ros.normalisation import JointLimitScaler
+    from panda_sim2real.normalisation import JointLimitScaler
 
     folder = tempfile.mkdtemp(prefix="realeasy_latency_")
     states = os.path.join(folder, "states.npy")

@@ -34,12 +34,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import ModelSpec, RealtimeRealeasy, build_network
 from realeasy_ros.model_file import RealeasyModel
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.realtime import RealtimeResidual
-from realeasy_ros.cli import write_json
+from panda_sim2real.cli import write_json
 
 PAPER_STEP_MS = 0.39
 TARGETS = {"median_us": 20.0, "p99_us": 50.0}

@@ -40,13 +40,13 @@ from compliant_actuators import bench_compliant_actuators, print_table as print_
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
 from node_latency import bench_node_latency
-from realeasy_ros.cli import write_json
-from realeasy_ros.collection import CollectionRequest, run_collection
-from realeasy_ros.limits import JointLimits
-from realeasy_ros.robot import SimulatedRobot
-from realeasy_ros.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
-from realeasy_ros.ros_conversions import joint_state_msg
-from realeasy_ros.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+from panda_sim2real.cli import write_json
+from panda_sim2real.collection import CollectionRequest, run_collection
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.robot import SimulatedRobot
+from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
+from panda_sim2real.ros_conversions import joint_state_msg
+from panda_sim2real.trajectory_generation import GeneratorSettings, TrajectoryGenerator
 from realtime_step import bench_realtime_step
 
 

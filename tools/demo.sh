@@ -17,11 +17,11 @@ live="${DEMO_LIVE_TRAJECTORIES:-8}"
 mkdir -p "$out"
 
 echo "== collect $n trajectory pairs (simulation and reality stand-in, lock-step)"
-rosrun realeasy_ros collect --trajectories "$n" --seed 0 --out "$out/pairs.bag" --json "$out/collect.json"
+rosrun panda_sim2real collect --trajectories "$n" --seed 0 --out "$out/pairs.bag" --json "$out/collect.json"
 echo "== build the data set"
-rosrun realeasy_ros dataset --bag "$out/pairs.bag" --out "$out/dataset.npz" --json "$out/dataset.json"
+rosrun panda_sim2real dataset --bag "$out/pairs.bag" --out "$out/dataset.npz" --json "$out/dataset.json"
 echo "== the gap: simulation vs reality stand-in"
-rosrun realeasy_ros compare --bag "$out/pairs.bag" --json "$out/gap.json" --plot "$out/gap_torques.png" \
+rosrun panda_sim2real compare --bag "$out/pairs.bag" --json "$out/gap.json" --plot "$out/gap_torques.png" \
   | tee "$out/gap_table.txt"
 
 echo "== train the realtime Realeasy model (at most $minutes min)"
@@ -36,13 +36,13 @@ rosrun realeasy_ros evaluate --data "$out/dataset.npz" --model "$out/realtime.pt
 
 echo "== live: the residual publisher on $live new trajectories (roslaunch, private master)"
 port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" realeasy_ros record_pairs.launch \
+ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" panda_sim2real record_pairs.launch \
   bag:="$out/live.bag" trajectories:="$live" seed:=4242 model:="$out/realtime.pt" \
   real_time_factor:=2.0 > "$out/live_roslaunch.log" 2>&1 \
   || { tail -n 30 "$out/live_roslaunch.log"; exit 1; }
-rosrun realeasy_ros compare --bag "$out/live.bag" --json "$out/live_sim.json" \
+rosrun panda_sim2real compare --bag "$out/live.bag" --json "$out/live_sim.json" \
   --plot "$out/live_sim_torques.png" > "$out/live_sim_table.txt"
-rosrun realeasy_ros compare --bag "$out/live.bag" --sim-topic /sim/joint_states_realistic \
+rosrun panda_sim2real compare --bag "$out/live.bag" --sim-topic /sim/joint_states_realistic \
   --json "$out/live_realeasy.json" --plot "$out/live_realeasy_torques.png" > "$out/live_realeasy_table.txt"
 
 echo "== compliant actuators (embedded simulation): paper 003 Fig. 8 and the §4.3 ILC"

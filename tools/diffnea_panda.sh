@@ -5,7 +5,7 @@
 #     from the stand-in's /real/joint_states, starting from the nominal URDF (pybullet_data);
 #  2. collect PANDA_EVAL_TRAJECTORIES (default 40) new pairs twice with the same seed (same moves,
 #     same stand-in noise): once with the nominal URDF in panda_sim, once with the identified one;
-#  3. compare both with the stand-in: torque MSE per joint (realeasy_ros compare).
+#  3. compare both with the stand-in: torque MSE per joint (panda_sim2real compare).
 # Output: build/diffnea_panda/ (bags; PANDA_WORK) and diffnea_ros/results/ (PANDA_RESULTS).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,7 +20,7 @@ nominal="$(python -c 'import os, pybullet_data; print(os.path.join(pybullet_data
 
 if [ ! -f "$work/pairs_id.bag" ]; then
   echo "== collect $n_id identification pairs from the stand-in"
-  rosrun realeasy_ros collect --trajectories "$n_id" --seed 3000 --out "$work/pairs_id.bag" --quiet
+  rosrun panda_sim2real collect --trajectories "$n_id" --seed 3000 --out "$work/pairs_id.bag" --quiet
 fi
 echo "== identify ($param) from /real/joint_states"
 rosrun diffnea_ros identify --data "$work/pairs_id.bag" --urdf "$nominal" --param "$param" \
@@ -30,14 +30,14 @@ cp "$work/panda_identified.urdf" "$work/panda_identified.yaml" "$results/"
 
 # the simulator's configuration with the identified URDF (everything else as shipped)
 sed "s|^urdf: .*|urdf: $work/panda_identified.urdf|" \
-  "$root/realeasy_ros/config/sim/panda_sim.yaml" > "$work/panda_sim_identified.yaml"
+  "$root/panda_sim2real/config/sim/panda_sim.yaml" > "$work/panda_sim_identified.yaml"
 for sim in nominal identified; do
-  config="$root/realeasy_ros/config/sim/panda_sim.yaml"
+  config="$root/panda_sim2real/config/sim/panda_sim.yaml"
   [ "$sim" = identified ] && config="$work/panda_sim_identified.yaml"
   echo "== collect $n_eval evaluation pairs, $sim URDF in panda_sim"
-  rosrun realeasy_ros collect --trajectories "$n_eval" --seed 4000 --sim-config "$config" \
+  rosrun panda_sim2real collect --trajectories "$n_eval" --seed 4000 --sim-config "$config" \
     --out "$work/eval_$sim.bag" --quiet
-  rosrun realeasy_ros compare --bag "$work/eval_$sim.bag" --json "$results/panda_gap_$sim.json" \
+  rosrun panda_sim2real compare --bag "$work/eval_$sim.bag" --json "$results/panda_gap_$sim.json" \
     --plot "$results/panda_gap_$sim.png" > /dev/null
 done
 python "$root/tools/diffnea_panda_summary.py" "$results" "$work" | tee "$results/panda.md"

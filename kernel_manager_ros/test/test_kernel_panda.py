@@ -1,4 +1,4 @@
-"""Kernels applied to the Panda (panda.py): histories from a small realeasy_ros pair bag, the
+"""Kernels applied to the Panda (panda.py): histories from a small panda_sim2real pair bag, the
 manager applied through SimulatedRobot.set_state, the experiment's JSON, bad input."""
 import dataclasses
 import importlib.machinery
@@ -20,10 +20,10 @@ from kernel_manager_ros.panda import (PANDA_TOPICS, PandaExperiment, PandaLayout
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.transfer import LinearTransfer, SensorTransfer
 
-from realeasy_ros.collection import CollectionRequest, run_collection
-from realeasy_ros.limits import JointLimits
-from realeasy_ros.robot import SimulatedRobot
-from realeasy_ros.robot_config import SIM_CONFIG_FILE, RobotConfig
+from panda_sim2real.collection import CollectionRequest, run_collection
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.robot import SimulatedRobot
+from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
 
 SPEC = StateSpec.from_yaml(PANDA_TOPICS)
 LIMITS = JointLimits.from_yaml()

@@ -17,10 +17,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import ModelSpec, build_network
 from realeasy_ros.model_file import RealeasyModel
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.residual_stream import ResidualStream
 
 WARMUP = 5

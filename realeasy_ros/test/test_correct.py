@@ -10,16 +10,17 @@ import pytest
 import rosbag
 import torch
 
-from realeasy_ros.bag_layout import EVENTS
+from panda_sim2real.bag_layout import EVENTS
 from realeasy_ros.correction import (REALISTIC_TOPIC, SIM_TOPIC, InvalidSample, correct_bag,
                                      segments, state_from_msg)
-from realeasy_ros.errors import BagError
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.errors import BagError
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import ModelSpec, build_network
 from realeasy_ros.model_file import RealeasyModel
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 
-from test_dataset_tools import TORQUE_OFFSET, _joint_state, run_script, write_pair_bag
+from realeasy_tools import run_script
+from test_dataset_tools import TORQUE_OFFSET, _joint_state, write_pair_bag
 
 RATE = 100.0
 LAG = 0.002     # bag time minus header stamp in _bad_stream_bag

@@ -7,18 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-from realeasy_ros.alignment import AlignedPair
-from realeasy_ros.dataset import Dataset
-from realeasy_ros.errors import ConfigError
+from panda_sim2real.alignment import AlignedPair
+from panda_sim2real.dataset import Dataset
+from panda_sim2real.errors import ConfigError
 from realeasy_ros.evaluation import (evaluate_model, format_evaluation, per_joint_mse,
                                      trajectory_index)
-from realeasy_ros.gap_report import gap_statistics, plot_torque_panels
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.gap_report import gap_statistics, plot_torque_panels
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import ModelSpec, build_network
 from realeasy_ros.model_file import RealeasyModel
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 
-from test_dataset_tools import run_script
+from realeasy_tools import run_script
 
 RATE = 100.0
 OFFSET = np.array([0.5, 0.4, 0.3, 0.3, 0.2, 0.1, 0.1])    # N m, stand-in minus simulation

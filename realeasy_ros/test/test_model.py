@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from realeasy_ros.errors import ConfigError
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.errors import ConfigError
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import (ModelSpec, PreciseRealeasy, RealtimeRealeasy, build_network,
                                 channel_weights, msre_loss)
 from realeasy_ros.model_file import FORMAT, RealeasyModel, load_model
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import ModelSpec, build_network
 from realeasy_ros.model_file import RealeasyModel
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.residual_stream import (InvalidJointState, JointStateLayout, LatencyStats,
                                           ResidualStream)
 

@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from realeasy_ros import training
-from realeasy_ros.dataset import Dataset, assign_splits
-from realeasy_ros.errors import ConfigError
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.dataset import Dataset, assign_splits
+from panda_sim2real.errors import ConfigError
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model_file import load_model
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.training import (TrainingConfig, WindowSampler, train_model, validation_loss,
                                    window_length)
-from test_dataset_tools import run_script
+from realeasy_tools import run_script
 
 RATE = 100.0
 LABEL = "synthetic stand-in"

@@ -27,7 +27,7 @@ from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
                                       segment_starts, window_length)
 from diffnea_ros.errors import DataError
 
-DEFAULT_TOPIC = "/real/joint_states"   # the "real" side of realeasy_ros's pair bags
+DEFAULT_TOPIC = "/real/joint_states"   # the "real" side of panda_sim2real's pair bags
 GAP_PERIODS = DEFAULT_GAP_PERIODS      # a stamp gap of more than 5 periods ends a segment
 # Identifiability (check_identifiable): at least MIN_SAMPLES samples (2 s at 100 Hz; each sample
 # gives one equation per joint, a 7-link arm has 7 x 10 inertial parameters + 7 dampings), and

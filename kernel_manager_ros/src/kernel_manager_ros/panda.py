@@ -1,11 +1,11 @@
 """State-space kernels for the Panda (issue 7, "Applied to the Panda"): paper 001 §3 on
-realeasy_ros's pair bags, with the PyBullet simulator (``/sim``) as M_sim and the reality
+panda_sim2real's pair bags, with the PyBullet simulator (``/sim``) as M_sim and the reality
 stand-in (``/real``, MuJoCo with the identified dynamics; never a real robot) as M_phy.
 
 Histories (eq. 4). A pair bag holds, per trajectory id, the joint states of both robots in the
 window [START, END] and the commanded JointTrajectory. With the spec of
 ``config/panda_topics.yaml`` (sensor fields ``position[j]``, ``velocity[j]``, ``effort[j]`` of
-the robot's JointState; j in the joint order both robots publish, realeasy_ros's
+the robot's JointState; j in the joint order both robots publish, panda_sim2real's
 ``panda_limits.yaml``), each trajectory is one Episode per robot: the joint states every
 ``step`` seconds (a multiple of the publish period) form s_t, the action a_t is the commanded
 position q_ref(t_t) (the command sampled as the controller samples it, which panda_sim
@@ -15,7 +15,7 @@ times. The stand-in's side is read with the spec remapped from /sim to /real
 (:func:`remap_namespace`).
 
 Evaluation on held-out trajectories (not used for the kernels). For each one the simulator
-(realeasy_ros's SimulatedRobot with the sim config) is put at rest at the trajectory's start,
+(panda_sim2real's SimulatedRobot with the sim config) is put at rest at the trajectory's start,
 holds it for ``settle`` seconds (as the pair collection does before each move, the PID
 integral carries the load), then executes the same command. Every step the kernel manager sees
 the simulation's state s_t and the action a_t; after the simulator ran the step:
@@ -150,13 +150,13 @@ class PandaLayout:
 
 @dataclass(frozen=True)
 class PandaTrajectory:
-    """One pair of a pair bag with its command: ``plan`` has the absolute start (realeasy_ros
+    """One pair of a pair bag with its command: ``plan`` has the absolute start (panda_sim2real
     PlannedTrajectory), ``sim``/``real`` the recorded streams in [start, end]."""
 
     trajectory_id: int
     kind: str
-    plan: Any     # realeasy_ros.trajectory.PlannedTrajectory
-    sim: Any      # realeasy_ros.pair_bag.Stream
+    plan: Any     # panda_sim2real.trajectory.PlannedTrajectory
+    sim: Any      # panda_sim2real.pair_bag.Stream
     real: Any
 
     @property
@@ -170,15 +170,15 @@ class PandaTrajectory:
 
 def read_pair_trajectories(path: str, spec: StateSpec, limits: Any = None
                            ) -> tuple[list[PandaTrajectory], str]:
-    """The complete pairs of a realeasy_ros pair bag with their commands, and the bag's label.
+    """The complete pairs of a panda_sim2real pair bag with their commands, and the bag's label.
     KernelError for a missing or unreadable bag, a bag without /real (or /sim) joint states or
     pair events, or a pair without its command."""
     import rosbag
-    from realeasy_ros.bag_layout import COMMAND, topic
-    from realeasy_ros.errors import Sim2RealError
-    from realeasy_ros.limits import JointLimits
-    from realeasy_ros.pair_bag import BAG_READ_ERRORS, read_pairs
-    from realeasy_ros.ros_conversions import trajectory_from_msg
+    from panda_sim2real.bag_layout import COMMAND, topic
+    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.limits import JointLimits
+    from panda_sim2real.pair_bag import BAG_READ_ERRORS, read_pairs
+    from panda_sim2real.ros_conversions import trajectory_from_msg
 
     limits = limits or JointLimits.from_yaml()
     sim_topic = spec.sensors[0].topic
@@ -269,7 +269,7 @@ class Replay:
 
 def replay(robot: Any, trajectory: PandaTrajectory, layout: PandaLayout, step: float,
            manager: Optional[KernelManager] = None, settle: float = 2.0) -> Replay:
-    """Run ``trajectory``'s command on ``robot`` (a realeasy_ros SimulatedRobot) with the kernel
+    """Run ``trajectory``'s command on ``robot`` (a panda_sim2real SimulatedRobot) with the kernel
     manager applied every step, or without (module docstring)."""
     idx = step_indices(trajectory.real.t, step)
     times = trajectory.real.t[idx]
@@ -344,7 +344,7 @@ class PandaExperiment:
     step: float = 0.01                     # s, the kernel MDP's step (publish period: 0.01)
     settle: float = 2.0                    # s at rest before each replayed trajectory
     spec_path: str = PANDA_TOPICS
-    sim_config: Optional[str] = None       # realeasy_ros sim config (None: its default)
+    sim_config: Optional[str] = None       # panda_sim2real sim config (None: its default)
     # epsilon_c from the spec (0.004, ~1 % of each coordinate's range); sigma = 2 epsilon_c:
     # a kernel is active within c < 1.18 sigma of its centre. Wider regions (sigma >= 0.02)
     # fire more on held-out data but their local linear fits extrapolate badly there (README).
@@ -375,8 +375,8 @@ def split(n: int, held_out: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def collect(out: str, trajectories: int, seed: int, progress: bool) -> dict[str, Any]:
-    """Record a pair bag with realeasy_ros's in-process collector (both robots in lock-step)."""
-    from realeasy_ros.collection import CollectionRequest, run_collection
+    """Record a pair bag with panda_sim2real's in-process collector (both robots in lock-step)."""
+    from panda_sim2real.collection import CollectionRequest, run_collection
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     return run_collection(CollectionRequest(out=out, trajectories=trajectories, seed=seed,
                                             show_progress=progress)).figures
@@ -386,9 +386,9 @@ def run_experiment(config: PandaExperiment, progress: bool = True
                    ) -> tuple[dict[str, Any], KernelSet, dict[str, Any]]:
     """Pair bag -> H_sim, H_phy (training trajectories) -> kernels -> held-out replays with and
     without the kernel manager. Returns (JSON figures, kernels, data for plots)."""
-    from realeasy_ros.limits import JointLimits
-    from realeasy_ros.robot import SimulatedRobot
-    from realeasy_ros.robot_config import SIM_CONFIG_FILE, RobotConfig
+    from panda_sim2real.limits import JointLimits
+    from panda_sim2real.robot import SimulatedRobot
+    from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
 
     config.check()
     seconds: dict[str, float] = {}

@@ -25,13 +25,13 @@ import numpy as np
 import rosbag
 from sensor_msgs.msg import JointState
 
-from realeasy_ros.alignment import Progress
-from realeasy_ros.bag_layout import EVENT_START, EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
-from realeasy_ros.errors import BagError
-from realeasy_ros.joint_state_layout import InvalidJointState, JointStateLayout
+from panda_sim2real.alignment import Progress
+from panda_sim2real.bag_layout import EVENT_START, EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
+from panda_sim2real.errors import BagError
+from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
 from realeasy_ros.model_file import RealeasyModel
 from realeasy_ros.model import PRECISE
-from realeasy_ros.pair_bag import BAG_READ_ERRORS, unreadable_bag
+from panda_sim2real.pair_bag import BAG_READ_ERRORS, unreadable_bag
 
 SIM_TOPIC = topic(SIM_NS, JOINT_STATES)
 REALISTIC_TOPIC = topic(SIM_NS, REALISTIC)

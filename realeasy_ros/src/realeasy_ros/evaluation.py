@@ -6,8 +6,8 @@ reduction factor sim MSE / Realeasy MSE per joint.
 The realtime model is evaluated as it runs live (Algorithm 2): during the first ``warmup_steps``
 steps of every trajectory the simulator's state is used unchanged, and these steps count.
 
-This module imports no torch at load time, so that :mod:`realeasy_ros.gap_report` (which uses
-:func:`per_joint_mse`) stays light; the model is passed in.
+This module imports no torch at load time; the model is passed in. The per-joint MSE itself is
+:func:`panda_sim2real.metrics.per_joint_mse`, shared with the gap report.
 """
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
-from realeasy_ros.alignment import Progress
-from realeasy_ros.dataset import SPLITS, Dataset
-from realeasy_ros.errors import ConfigError
+from panda_sim2real.alignment import Progress
+from panda_sim2real.dataset import SPLITS, Dataset
+from panda_sim2real.errors import ConfigError
+from panda_sim2real.metrics import QUANTITIES, per_joint_mse  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:   # pragma: no cover - typing only, keeps torch out of the import
     from realeasy_ros.model_file import RealeasyModel
@@ -26,27 +27,6 @@ if TYPE_CHECKING:   # pragma: no cover - typing only, keeps torch out of the imp
 ALL = "all"                                  # every trajectory of the data set (transfer study)
 EVALUATION_SPLITS = SPLITS + (ALL,)
 DEFAULT_SPLITS = ("test", "cartesian")       # the two test sets of Table II
-# (quantity, key of per_joint_mse, unit)
-QUANTITIES = (("position", "position_mse", "rad^2"),
-              ("velocity", "velocity_mse", "(rad/s)^2"),
-              ("torque", "torque_mse", "(N m)^2"))
-
-
-def per_joint_mse(pred: np.ndarray, real: np.ndarray) -> dict[str, list[float]]:
-    """Per-joint MSE of ``pred`` against ``real``, both (N, 3 dof) with columns [q, qd, tau] in
-    physical units: position_mse [rad^2], velocity_mse [(rad/s)^2], torque_mse [(N m)^2], each
-    a list of dof floats. ValueError for different or unusable shapes or no samples."""
-    pred, real = np.asarray(pred, dtype=float), np.asarray(real, dtype=float)
-    if pred.shape != real.shape or pred.ndim != 2 or pred.shape[1] % 3 or pred.shape[0] == 0:
-        raise ValueError(f"need two arrays of the same shape (N > 0, 3 dof), got {pred.shape} "
-                         f"and {real.shape}")
-    diff = pred - real
-    mse = np.mean(diff * diff, axis=0)
-    dof = mse.shape[0] // 3
-    return {key: mse[k * dof:(k + 1) * dof].tolist()
-            for k, (_, key, _) in enumerate(QUANTITIES)}
-
-
 def _ratio(sim: Sequence[float], model: Sequence[float]) -> list[Optional[float]]:
     """sim / model per joint; None where the model's MSE is 0 (no finite factor)."""
     return [float(s) / float(m) if m > 0.0 else None for s, m in zip(sim, model)]

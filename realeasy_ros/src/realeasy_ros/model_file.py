@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from realeasy_ros.errors import ConfigError
+from panda_sim2real.errors import ConfigError
 from realeasy_ros.model import PRECISE, REALTIME, ModelSpec, build_network
-from realeasy_ros.normalisation import JointLimitScaler
+from panda_sim2real.normalisation import JointLimitScaler
 
 FORMAT = "realeasy_ros/model"
 VERSION = 1

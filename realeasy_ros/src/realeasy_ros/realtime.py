@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from realeasy_ros.errors import ConfigError
+from panda_sim2real.errors import ConfigError
 from realeasy_ros.model import REALTIME
 from realeasy_ros.model_file import RealeasyModel
 

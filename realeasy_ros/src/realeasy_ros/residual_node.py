@@ -22,8 +22,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger, TriggerResponse
 
-from realeasy_ros.errors import Sim2RealError
-from realeasy_ros.limits import JointLimits
+from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import REALTIME
 from realeasy_ros.model_file import load_model
 from realeasy_ros.residual_stream import InvalidJointState, LatencyStats, ResidualStream

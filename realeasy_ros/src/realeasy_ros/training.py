@@ -27,8 +27,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import torch
 
-from realeasy_ros.dataset import Dataset
-from realeasy_ros.errors import ConfigError
+from panda_sim2real.dataset import Dataset
+from panda_sim2real.errors import ConfigError
 from realeasy_ros.model import ARCHITECTURES, PRECISE, REALTIME, ModelSpec, build_network, \
     channel_weights, msre_loss
 from realeasy_ros.model_file import RealeasyModel

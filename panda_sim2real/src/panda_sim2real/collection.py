@@ -1,0 +1,70 @@
+"""Set-up of an in-process pair collection: both robots and the generator from their files."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from tqdm import tqdm
+
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.pairs import CollectionSummary, PairBagWriter, collect_pairs
+from panda_sim2real.robot import SimulatedRobot
+from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
+from panda_sim2real.trajectory_generation import KINDS, GeneratorSettings, TrajectoryGenerator
+
+
+
+@dataclass(frozen=True)
+class CollectionRequest:
+    """What ``rosrun panda_sim2real collect`` asks for."""
+
+    out: str
+    trajectories: int
+    seed: int = 0
+    kinds: Sequence[str] = KINDS
+    sim_config: str = SIM_CONFIG_FILE
+    reality_config: str = REALITY_CONFIG_FILE
+    generator_config: Optional[str] = None
+    rate: Optional[float] = None       # publish rate of both robots [Hz]; None: their configs'
+    show_progress: bool = True
+
+
+@dataclass(frozen=True)
+class CollectionResult:
+    summary: CollectionSummary
+    wall_seconds: float
+    label: str
+    figures: dict = field(default_factory=dict)
+
+
+def load_robot(path: str, limits: JointLimits, seed: int, rate: Optional[float]) -> SimulatedRobot:
+    """A robot from its config file; the collection seed shifts its noise seed."""
+    config = RobotConfig.from_yaml(path)
+    return SimulatedRobot(config.with_overrides(publish_rate=rate, seed=config.seed + 7919 * seed), limits)
+
+
+def run_collection(request: CollectionRequest, limits: Optional[JointLimits] = None) -> CollectionResult:
+    """Build both robots and the generator, collect the pairs into ``request.out``."""
+    limits = limits or JointLimits.from_yaml()
+    settings = (GeneratorSettings.from_yaml(request.generator_config)
+                if request.generator_config else GeneratorSettings())
+    generator = TrajectoryGenerator(limits, settings, request.seed)
+    sim = load_robot(request.sim_config, limits, request.seed, request.rate)
+    real = load_robot(request.reality_config, limits, request.seed, request.rate)
+    try:
+        wall = time.perf_counter()
+        with PairBagWriter(request.out, limits.joint_names, real.label) as writer, \
+                tqdm(total=request.trajectories, unit="traj", disable=not request.show_progress,
+                     desc="collect") as bar:
+            summary = collect_pairs(sim, real, generator, request.trajectories, request.kinds,
+                                    writer, progress=bar.update)
+        wall = time.perf_counter() - wall
+    finally:
+        sim.close()
+        real.close()
+    figures = {"bag": request.out, "trajectories": summary.trajectories, "kinds": summary.kinds,
+               "simulated_seconds": summary.simulated_seconds, "wall_seconds": wall,
+               "real_time_factor": summary.simulated_seconds / wall if wall > 0 else None,
+               "label": real.label, "seed": request.seed}
+    return CollectionResult(summary, wall, real.label, figures)

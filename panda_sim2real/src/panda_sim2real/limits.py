@@ -1,0 +1,52 @@
+"""Joint limits of the Franka Emika Panda, loaded from ``config/panda_limits.yaml``."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from panda_sim2real.errors import ConfigError
+from panda_sim2real.yaml_files import read_yaml
+
+PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CONFIG_DIR = os.path.join(PACKAGE_DIR, "config")
+DEFAULT_LIMITS_FILE = os.path.join(CONFIG_DIR, "panda_limits.yaml")
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Position, velocity, effort and acceleration limits of a serial arm, in joint order."""
+
+    joint_names: tuple[str, ...]
+    position_min: np.ndarray
+    position_max: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+    acceleration: np.ndarray
+    home: np.ndarray
+
+    @property
+    def dof(self) -> int:
+        return len(self.joint_names)
+
+    @classmethod
+    def from_yaml(cls, path: Optional[str] = None) -> "JointLimits":
+        path = path or DEFAULT_LIMITS_FILE
+        raw = read_yaml(path, "joint limits")
+        try:
+            names = tuple(str(n) for n in raw["joint_names"])
+            arrays = {k: np.asarray(raw[k], dtype=float) for k in
+                      ("position_min", "position_max", "velocity", "effort", "acceleration", "home")}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"joint limits {path}: missing or malformed entry {exc}") from exc
+        for key, arr in arrays.items():
+            if arr.shape != (len(names),) or not np.all(np.isfinite(arr)):
+                raise ConfigError(f"joint limits {path}: '{key}' needs {len(names)} finite numbers")
+        if np.any(arrays["position_min"] >= arrays["position_max"]):
+            raise ConfigError(f"joint limits {path}: position_min must be below position_max")
+        return cls(joint_names=names, **arrays)
+
+    def within_position(self, q: np.ndarray, margin: float = 0.0) -> np.ndarray:
+        """Element-wise: is ``q`` inside the position limits shrunk by ``margin`` [rad]?"""
+        return (q >= self.position_min + margin) & (q <= self.position_max - margin)

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""rostest: /sim and /real robots publish, track a trajectory, reject bad input."""
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import numpy as np
+import rospy
+import rostest
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from panda_sim2real.limits import JointLimits
+
+LIMITS = JointLimits.from_yaml()
+NAMES = list(LIMITS.joint_names)
+
+
+class Recorder:
+    def __init__(self, topic):
+        self.msgs = []
+        self.lock = threading.Lock()
+        self.sub = rospy.Subscriber(topic, JointState, self.cb, queue_size=1000)
+
+    def cb(self, msg):
+        with self.lock:
+            self.msgs.append(msg)
+
+    def since(self, stamp):
+        with self.lock:
+            return [m for m in self.msgs if m.header.stamp.to_sec() >= stamp]
+
+    def latest(self):
+        with self.lock:
+            return self.msgs[-1] if self.msgs else None
+
+
+def wait_for(predicate, timeout=60.0):
+    """Poll ``predicate`` until it holds or ``timeout`` wall seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def trajectory(names, points, start):
+    msg = JointTrajectory()
+    msg.header.stamp = rospy.Time.from_sec(start)
+    msg.joint_names = names
+    for t, q in points:
+        p = JointTrajectoryPoint()
+        p.positions = list(q)
+        p.velocities = [0.0] * len(q)
+        p.time_from_start = rospy.Duration.from_sec(t)
+        msg.points.append(p)
+    return msg
+
+
+class TwoRobots(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rospy.init_node("test_two_robots")
+        cls.rec = {ns: Recorder(f"/{ns}/joint_states") for ns in ("sim", "real")}
+        cls.pub = {ns: rospy.Publisher(f"/{ns}/joint_trajectory_controller/command", JointTrajectory,
+                                       queue_size=5, latch=False) for ns in ("sim", "real")}
+        assert wait_for(lambda: all(r.latest() is not None for r in cls.rec.values()), 90)
+        assert wait_for(lambda: all(p.get_num_connections() > 0 for p in cls.pub.values()), 30)
+
+    def now(self):
+        return max(r.latest().header.stamp.to_sec() for r in self.rec.values())
+
+    def test_1_rates_and_content(self):
+        t0 = self.now()
+        self.assertTrue(wait_for(lambda: self.now() > t0 + 2.0, 60))
+        for ns, rate in (("sim", 100.0), ("real", 200.0)):
+            msgs = [m for m in self.rec[ns].since(t0) if m.header.stamp.to_sec() <= t0 + 2.0]
+            stamps = np.array([m.header.stamp.to_sec() for m in msgs])
+            periods = np.diff(stamps)
+            self.assertAlmostEqual(float(np.median(periods)), 1.0 / rate, places=5, msg=ns)
+            self.assertLess(float(periods.max()), 1.5 / rate, msg=f"{ns}: gap in the stream")
+            self.assertGreaterEqual(len(msgs), int(1.9 * rate), msg=ns)
+            m = msgs[-1]
+            self.assertEqual(list(m.name), NAMES)
+            for field in (m.position, m.velocity, m.effort):
+                self.assertEqual(len(field), 7)
+                self.assertTrue(np.all(np.isfinite(field)))
+
+    def test_2_one_trajectory_on_both(self):
+        goal = LIMITS.home + np.array([0.3, 0.2, -0.2, 0.3, 0.3, -0.2, 0.4])
+        start = self.now() + 0.3
+        msg = trajectory(NAMES, [(0.0, LIMITS.home), (2.0, goal)], start)
+        for p in self.pub.values():
+            p.publish(msg)
+        self.assertTrue(wait_for(lambda: min(r.latest().header.stamp.to_sec() for r in self.rec.values())
+                                 > start + 3.5, 90))
+        for ns, rec in self.rec.items():
+            q = np.array(rec.latest().position)
+            np.testing.assert_allclose(q, goal, atol=0.02, err_msg=ns)
+            mid = [m for m in rec.since(start + 1.0)][0]
+            self.assertGreater(np.abs(np.array(mid.velocity)).max(), 0.05, msg=f"{ns} did not move")
+
+    def test_3_bad_trajectories_rejected_robot_holds(self):
+        held = np.array(self.rec["sim"].latest().position)
+        target = LIMITS.home + 0.3
+        bad = [
+            trajectory(NAMES[:6], [(1.0, target[:6])], 0.0),                       # wrong count
+            trajectory(NAMES[:6] + ["elbow"], [(1.0, target)], 0.0),               # unknown name
+            trajectory(NAMES, [(1.0, np.full(7, np.nan))], 0.0),                   # NaN
+            trajectory(NAMES, [(1.0, LIMITS.position_max + 0.5)], 0.0),            # out of limits
+        ]
+        t0 = self.now()
+        for msg in bad:
+            self.pub["sim"].publish(msg)
+            rospy.sleep(0.05)
+        self.assertTrue(wait_for(lambda: self.now() > t0 + 1.5, 60))
+        q = np.array(self.rec["sim"].latest().position)
+        np.testing.assert_allclose(q, held, atol=5e-3)
+        self.assertGreater(self.rec["sim"].latest().header.stamp.to_sec(), t0 + 1.0)  # still running
+
+    def test_4_missing_or_malformed_config_stops_node(self):
+        bad_yaml = "/tmp/realeasy_bad_reality.yaml"
+        with open(bad_yaml, "w") as f:
+            f.write("engine: mujoco\nphysics_rate: [1000\n")
+        cases = [("reality_config", "/nonexistent/reality.yaml", "not found"),
+                 ("reality_config", bad_yaml, "not valid YAML"),
+                 ("urdf", "/nonexistent/robot.urdf", "URDF not found")]
+        for k, (param, value, phrase) in enumerate(cases):
+            # a fresh node name per case: private parameters outlive the node on the server
+            proc = subprocess.run(
+                ["rosrun", "panda_sim2real", "panda_reality", f"_{param}:={value}",
+                 "__ns:=/broken", f"__name:=broken_reality_{k}"],
+                capture_output=True, text=True, timeout=60, env=dict(os.environ))
+            self.assertEqual(proc.returncode, 1, msg=proc.stderr)
+            lines = [line for line in proc.stderr.splitlines() if phrase in line]
+            self.assertEqual(len(lines), 1, msg=proc.stderr)
+            self.assertNotIn("Traceback", proc.stderr)
+
+
+if __name__ == "__main__":
+    rostest.rosrun("panda_sim2real", "two_robots", TwoRobots, sys.argv)

@@ -16,7 +16,7 @@ DEFAULT_LIMITS_FILE = os.path.join(CONFIG_DIR, "panda_limits.yaml")
 
 @dataclass(frozen=True)
 class JointLimits:
-    """Position, velocity, effort and acceleration limits of a serial arm, in joint order."""
+    """Position, velocity, effort, acceleration and jerk limits of a serial arm, in joint order."""
 
     joint_names: tuple[str, ...]
     position_min: np.ndarray
@@ -24,6 +24,7 @@ class JointLimits:
     velocity: np.ndarray
     effort: np.ndarray
     acceleration: np.ndarray
+    jerk: np.ndarray
     home: np.ndarray
 
     @property
@@ -37,7 +38,8 @@ class JointLimits:
         try:
             names = tuple(str(n) for n in raw["joint_names"])
             arrays = {k: np.asarray(raw[k], dtype=float) for k in
-                      ("position_min", "position_max", "velocity", "effort", "acceleration", "home")}
+                      ("position_min", "position_max", "velocity", "effort", "acceleration",
+                       "jerk", "home")}
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"joint limits {path}: missing or malformed entry {exc}") from exc
         for key, arr in arrays.items():

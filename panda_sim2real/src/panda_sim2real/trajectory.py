@@ -133,19 +133,23 @@ class TrajectoryExecutor:
         """Hold the current reference position (used when a command is rejected)."""
         self.hold(self.reference(now)[0])
 
-    def command(self, trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
-        """Schedule ``trajectory``; it replaces the current one at its start time. A first knot
-        after t = 0 is reached from the reference at the start time."""
+    def prepare(self, trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
+        """``trajectory`` as :meth:`command` would schedule it, without scheduling it: with its
+        absolute start, and a first knot after t = 0 reached from the reference at the start."""
         start = now if trajectory.start is None or trajectory.start <= 0.0 else trajectory.start
         if trajectory.times[0] > 0.0:
-            q0, _ = self._peek(start)
-            trajectory = PlannedTrajectory(
+            q0, _ = self.peek(start)
+            return PlannedTrajectory(
                 np.concatenate([[0.0], trajectory.times]),
                 np.vstack([q0, trajectory.positions]),
                 np.vstack([np.zeros_like(q0), trajectory.velocities]), start)
-        else:
-            trajectory = trajectory.at(start)
-        if start <= now:
+        return trajectory.at(start)
+
+    def command(self, trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
+        """Schedule ``trajectory`` (see :meth:`prepare`); it replaces the current one at its
+        start time. Returns the scheduled trajectory."""
+        trajectory = self.prepare(trajectory, now)
+        if trajectory.start <= now:
             self._active, self._pending = trajectory, None
         else:
             self._pending = trajectory
@@ -155,9 +159,10 @@ class TrajectoryExecutor:
         """The reference at time ``t``; a pending trajectory whose start has come becomes active."""
         if self._pending is not None and t >= self._pending.start:
             self._active, self._pending = self._pending, None
-        return self._peek(t)
+        return self.peek(t)
 
-    def _peek(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+    def peek(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The reference at time ``t`` without activating a pending trajectory."""
         active = self._pending if self._pending is not None and t >= self._pending.start else self._active
         if active is None:
             return self._hold.copy(), np.zeros_like(self._hold)

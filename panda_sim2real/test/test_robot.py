@@ -39,7 +39,7 @@ def test_stand_in_model_differs_from_the_nominal_one():
     nominal = SimulatedRobot(SIM, LIMITS)
     real = stand_in()
     q = LIMITS.home
-    gap = np.abs(nominal._gravity(q) - real._gravity(q))
+    gap = np.abs(nominal.gravity_torque(q) - real.gravity_torque(q))
     assert gap[1] > 1.0 and gap[3] > 1.0  # N m: guessed masses vs identified inertials
     nominal.close()
 

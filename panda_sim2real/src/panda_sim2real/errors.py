@@ -19,3 +19,8 @@ class TrajectoryRejected(Sim2RealError):
 
 class BagError(Sim2RealError):
     """A bag is missing, corrupt, truncated, or lacks the topics a tool needs."""
+
+
+class RobotError(Sim2RealError):
+    """The robot cannot be reached or used: unreachable address, another protocol version, no
+    real-time kernel where one is enforced, a lost connection, or a reflex that stopped it."""

@@ -3,9 +3,12 @@
 One class serves the nominal simulator and the reality stand-in; a :class:`RobotConfig` says
 which effects are present. Each physics step (:meth:`SimulatedRobot.step`):
 
-1. the reference comes from the trajectory executor at ``t - latency`` (command latency);
-2. the controller computes the motor torque tau_m on the motor side, saturated at the effort
-   limits (with rigid joints motor and link coincide);
+1. the reference comes from the trajectory executor at ``t - latency`` (command latency), or
+   from an external command (:class:`JointReference`, as libfranka's joint motion generators
+   feed the robot's controller; or :class:`JointTorque`, as libfranka's torque control);
+2. the controller computes the motor torque tau_m on the motor side (a torque command is
+   tau_m = tau_d + g(q): the robot compensates gravity with its own model), saturated at the
+   effort limits (with rigid joints motor and link coincide);
 3. the joint torque tau_J that the torque sensor sees is tau_m (rigid) or the spring torque
    K (theta - q) + D (theta_dot - q_dot) (elastic joints, Spong's model, with rotor inertia B:
    B theta_ddot = tau_m - tau_J, integrated semi-implicitly);
@@ -18,7 +21,7 @@ A measurement (:meth:`measure`) adds encoder noise and the torque sensor's offse
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -43,6 +46,26 @@ class JointMeasurement:
     def is_finite(self) -> bool:
         return bool(np.all(np.isfinite(self.position)) and np.all(np.isfinite(self.velocity))
                     and np.all(np.isfinite(self.effort)))
+
+
+@dataclass(frozen=True)
+class JointReference:
+    """An external reference for the robot's own joint controller: positions [rad], velocities
+    [rad/s] (libfranka's joint position motion generator with the internal joint impedance)."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+
+
+@dataclass(frozen=True)
+class JointTorque:
+    """A desired joint torque without gravity [N m] (libfranka's torque control): the robot adds
+    its own gravity compensation."""
+
+    torque: np.ndarray
+
+
+ExternalCommand = Union[JointReference, JointTorque]
 
 
 class SimulatedRobot:
@@ -90,7 +113,7 @@ class SimulatedRobot:
         self.executor.hold(q)
         self.t = self._t0 = float(t)
         self._steps = 0
-        gravity = self._gravity(q)
+        gravity = self.gravity_torque(q)
         self._tau_j = gravity.copy()
         el = self.config.elasticity
         self._theta = q + (gravity / el.stiffness if el is not None else 0.0)
@@ -138,21 +161,30 @@ class SimulatedRobot:
         """Hold the current reference (after a rejected command)."""
         self.executor.stop(self.t - self.config.latency)
 
-    def step(self) -> None:
-        """Advance one physics step (see the module docstring for the order of effects)."""
+    def step(self, command: Optional[ExternalCommand] = None) -> None:
+        """Advance one physics step (see the module docstring for the order of effects). Without
+        ``command`` the controller follows the trajectory executor at ``t - latency``; with one,
+        the command acts now (an external interface brings its own latency)."""
         cfg = self.config
         q, qd = self.physics.state()
-        q_ref, qd_ref = self.executor.reference(self.t - cfg.latency)
-        gravity = self._gravity(q) if self.controller.needs_gravity else self._no_gravity
         el = cfg.elasticity
-        if el is None:
-            tau_m = self.controller.compute(q, qd, q_ref, qd_ref, gravity, cfg.dt)
-            tau_j = np.clip(tau_m, -self.limits.effort, self.limits.effort)
+        if isinstance(command, JointTorque):
+            tau_m = np.clip(command.torque + self.gravity_torque(q), -self.limits.effort, self.limits.effort)
         else:
-            theta_ref = q_ref + gravity / el.stiffness
-            tau_m = self.controller.compute(self._theta, self._theta_dot, theta_ref, qd_ref,
-                                            gravity, cfg.dt)
+            if command is None:
+                q_ref, qd_ref = self.executor.reference(self.t - cfg.latency)
+            else:
+                q_ref, qd_ref = command.position, command.velocity
+            gravity = self.gravity_torque(q) if self.controller.needs_gravity else self._no_gravity
+            if el is None:
+                tau_m = self.controller.compute(q, qd, q_ref, qd_ref, gravity, cfg.dt)
+            else:
+                tau_m = self.controller.compute(self._theta, self._theta_dot,
+                                                q_ref + gravity / el.stiffness, qd_ref, gravity, cfg.dt)
             tau_m = np.clip(tau_m, -self.limits.effort, self.limits.effort)
+        if el is None:
+            tau_j = tau_m
+        else:
             tau_j = el.stiffness * (self._theta - q) + el.damping * (self._theta_dot - qd)
             self._theta_dot = self._theta_dot + (tau_m - tau_j) / el.rotor_inertia * cfg.dt
             self._theta = self._theta + self._theta_dot * cfg.dt
@@ -182,7 +214,8 @@ class SimulatedRobot:
     def close(self) -> None:
         self.physics.close()
 
-    def _gravity(self, q: np.ndarray) -> np.ndarray:
+    def gravity_torque(self, q: np.ndarray) -> np.ndarray:
+        """The torque that holds the arm at rest at ``q`` in this robot's model [N m]."""
         zero = np.zeros_like(q)
         return self.physics.inverse_dynamics(q, zero, zero)
 

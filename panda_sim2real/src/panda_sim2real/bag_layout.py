@@ -1,5 +1,6 @@
 """The pair bag's layout: topic names shared by the recorders (``pairs``, ``pair_runner``, the
-robot nodes) and the reader (``pair_bag``). See panda_sim2real/README.md, "Bag layout"."""
+robot nodes) and the readers (``pair_bag``, ``joint_state_bag``). See panda_sim2real/README.md,
+"Bag layout"."""
 
 SIM_NS = "/sim"
 REAL_NS = "/real"
@@ -15,3 +16,9 @@ DEFAULT_LABEL = "reality stand-in"
 
 def topic(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
+
+
+def label_topic(joint_states_topic: str) -> str:
+    """The std_msgs/String topic naming the robot that published ``joint_states_topic``, in its
+    namespace (``/real/label`` for ``/real/joint_states``)."""
+    return topic(joint_states_topic.rsplit("/", 1)[0], "label")

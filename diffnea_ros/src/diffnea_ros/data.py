@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -35,7 +34,6 @@ GAP_PERIODS = DEFAULT_GAP_PERIODS      # a stamp gap of more than 5 periods ends
 MIN_SAMPLES = 200
 MIN_RANGE = 0.05
 
-JOINT_STATE_TYPE = "sensor_msgs/JointState"
 DROP_REASONS = ("malformed", "missing_joint", "non_finite", "unstamped", "duplicate_stamp",
                 "short_segment")
 
@@ -294,130 +292,31 @@ def load_npz(path: str, joint_names_expected: Optional[Sequence[str]] = None,
     return _assemble(t, q, qd, tau, qdd, segment, names, source, {}, window_seconds, polyorder)
 
 
-class _BagStream:
-    """Collects the JointState messages of one topic; :meth:`arrays` maps them to joint names.
-    Malformed, incomplete, unstamped or non-finite messages are counted, not kept."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[float, tuple[str, ...], np.ndarray, Optional[np.ndarray],
-                                  np.ndarray]] = []
-        self.dropped = {reason: 0 for reason in DROP_REASONS}
-
-    def add(self, msg) -> None:
-        names = tuple(msg.name)
-        n = len(names)
-        if (len(set(names)) != n or len(msg.position) != n or len(msg.effort) != n
-                or len(msg.velocity) not in (0, n)):
-            self.dropped["malformed"] += 1
-            return
-        velocity = np.asarray(msg.velocity, dtype=np.float64) if len(msg.velocity) else None
-        self.messages.append((msg.header.stamp.to_sec(), names,
-                              np.asarray(msg.position, dtype=np.float64), velocity,
-                              np.asarray(msg.effort, dtype=np.float64)))
-
-    def common_names(self) -> list[str]:
-        """The joints of every message, in the order of the first one."""
-        common = set(self.messages[0][1]).intersection(*(set(m[1]) for m in self.messages))
-        return [name for name in self.messages[0][1] if name in common]
-
-    def arrays(self, joint_names: Sequence[str]
-               ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray], np.ndarray]:
-        """(t, q, qd or None, tau) in ``joint_names`` order, sorted by stamp, one per stamp."""
-        rows = []
-        orders: dict[tuple[str, ...], Optional[list[int]]] = {}
-        for stamp, names, q, qd, tau in self.messages:
-            if names not in orders:
-                index = {name: i for i, name in enumerate(names)}
-                orders[names] = ([index[j] for j in joint_names]
-                                 if all(j in index for j in joint_names) else None)
-            order = orders[names]
-            if order is None:
-                self.dropped["missing_joint"] += 1
-            elif stamp <= 0.0:
-                self.dropped["unstamped"] += 1
-            elif not (np.all(np.isfinite(q[order])) and np.all(np.isfinite(tau[order]))
-                      and (qd is None or np.all(np.isfinite(qd[order])))):
-                self.dropped["non_finite"] += 1
-            else:
-                rows.append((stamp, q[order], None if qd is None else qd[order], tau[order]))
-        dof = len(joint_names)
-        if not rows:
-            return np.zeros(0), np.zeros((0, dof)), None, np.zeros((0, dof))
-        t = np.array([r[0] for r in rows])
-        q = np.stack([r[1] for r in rows])
-        tau = np.stack([r[3] for r in rows])
-        has_qd = all(r[2] is not None for r in rows)
-        qd = np.stack([r[2] for r in rows]) if has_qd else None
-        order = np.argsort(t, kind="stable")
-        keep = np.ones(t.shape[0], dtype=bool)
-        keep[1:] = np.diff(t[order]) > 0.0  # a repeated stamp is a duplicate message
-        self.dropped["duplicate_stamp"] += int(np.count_nonzero(~keep))
-        order = order[keep]
-        return t[order], q[order], None if qd is None else qd[order], tau[order]
-
-
-# Everything rosbag and genpy raise for a file that is not a readable bag.
-def _bag_read_errors() -> tuple[type[BaseException], ...]:
-    import genpy
-    import rosbag
-    return (rosbag.ROSBagException, struct.error, OSError, EOFError, ValueError,
-            genpy.DeserializationError, zlib.error)
-
-
 def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequence[str]] = None,
              window_seconds: float = DEFAULT_WINDOW_SECONDS,
              polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
-    """Identification data from the sensor_msgs/JointState messages of ``topic`` in a bag.
+    """Identification data from the sensor_msgs/JointState messages of ``topic`` in a bag, read
+    by panda_sim2real's reader (:func:`panda_sim2real.joint_state_bag.read_joint_states`).
 
     Joints are mapped by name to ``joint_names`` (default: the joints present in every message,
-    in the order of the first); stamps are the header stamps. Messages whose arrays do not
-    match their names, that lack a wanted joint, are unstamped, contain NaN/Inf or repeat a
-    stamp are dropped and counted in ``dropped``. A stamp gap of more than ``GAP_PERIODS``
-    periods starts a segment.
+    in the order of the first); stamps are the header stamps; an empty velocity field means
+    "not measured". Messages whose arrays do not match their names, that lack a wanted joint,
+    are unstamped, contain NaN/Inf or repeat a stamp are dropped and counted in ``dropped``.
+    A stamp gap of more than ``GAP_PERIODS`` periods starts a segment.
     """
-    if not os.path.isfile(path):
-        raise DataError(f"data file not found: {path}")
-    import rosbag
-    stream = _BagStream()
-    label = None
+    from panda_sim2real.errors import BagError
+    from panda_sim2real.joint_state_bag import read_joint_states
     try:
-        with rosbag.Bag(path, "r") as bag:
-            topics = bag.get_type_and_topic_info().topics
-            if topic not in topics:
-                have = ", ".join(t for t, i in topics.items() if i.msg_type == JOINT_STATE_TYPE)
-                raise DataError(f"bag {path} has no topic {topic}; JointState topics in it: "
-                                f"{have or 'none'}; choose one with --topic")
-            if topics[topic].msg_type != JOINT_STATE_TYPE:
-                raise DataError(f"topic {topic} in {path} carries {topics[topic].msg_type}, "
-                                f"not {JOINT_STATE_TYPE}")
-            label_topic = topic.rsplit("/", 1)[0] + "/label"
-            wanted = [topic] + ([label_topic] if label_topic in topics else [])
-            for name, msg, _ in bag.read_messages(topics=wanted):
-                if name == topic:
-                    stream.add(msg)
-                elif label is None:
-                    label = str(getattr(msg, "data", "")).strip() or None
-    except DataError:
-        raise
-    except _bag_read_errors() as exc:
-        detail = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataError(f"cannot read bag {path}: not a bag, truncated or corrupt ({detail}); "
-                        f"try 'rosbag reindex {path}' or record it again") from None
-    source = f"{label + ': ' if label else ''}bag {path} [{topic}]"
-    if not stream.messages:
-        raise DataError(f"bag {path}: no well-formed JointState message on {topic} "
-                        f"({stream.dropped['malformed']} malformed); record joint states")
-    if joint_names is None:
-        joint_names = stream.common_names()
-        if not joint_names:
-            raise DataError(f"bag {path}: no joint is in every message on {topic}; pass the "
-                            f"URDF's joint names")
-    joint_names = [str(n) for n in joint_names]
-    seen = set().union(*(set(m[1]) for m in stream.messages))
-    _column_order(sorted(seen), joint_names, f"topic {topic} in {path}")
-    t, q, qd, tau = stream.arrays(joint_names)
-    return _assemble(t, q, qd, tau, None, None, joint_names, source, stream.dropped,
-                     window_seconds, polyorder)
+        states = read_joint_states(path, topic, None if joint_names is None
+                                   else [str(n) for n in joint_names], require_velocity=False)
+    except BagError as exc:
+        raise DataError(str(exc)) from None
+    source = f"{states.label + ': ' if states.label else ''}bag {path} [{topic}]"
+    stamped = states.t > 0.0
+    dropped = {**states.dropped, "unstamped": int(np.count_nonzero(~stamped))}
+    qd = None if states.qd is None else states.qd[stamped]
+    return _assemble(states.t[stamped], states.q[stamped], qd, states.tau[stamped], None, None,
+                     states.joint_names, source, dropped, window_seconds, polyorder)
 
 
 def load_data(path: str, joint_names: Optional[Sequence[str]] = None,

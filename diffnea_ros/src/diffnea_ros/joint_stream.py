@@ -17,6 +17,8 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.signal import savgol_coeffs
 
+from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
+
 from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
                                       DEFAULT_TOLERANCE, DEFAULT_WINDOW_SECONDS,
                                       savgol_derivatives, window_length)
@@ -30,46 +32,18 @@ class InvalidSample(DataError):
     """A joint-state sample that cannot be used; the message says why (one line)."""
 
 
-class JointStateMapper:
-    """Maps a joint state given by names (any order, extra joints ignored) onto the model's
-    joints, and says what is wrong with a bad one (missing or repeated joints, field lengths,
-    NaN/Inf). An empty velocity field means "not measured"."""
-
-    def __init__(self, joint_names: Sequence[str]) -> None:
-        self.joint_names = tuple(joint_names)
-        self._names: Optional[tuple[str, ...]] = None
-        self._order: Optional[np.ndarray] = None
-
-    def _order_for(self, names: Sequence[str]) -> np.ndarray:
-        names = tuple(names)
-        if names == self._names:
-            return self._order
-        if len(set(names)) != len(names):
-            repeated = sorted({n for n in names if names.count(n) > 1})
-            raise InvalidSample(f"repeated joint name(s) {', '.join(repeated)}")
-        index = {n: i for i, n in enumerate(names)}
-        missing = [n for n in self.joint_names if n not in index]
-        if missing:
-            raise InvalidSample(f"missing joint(s) {', '.join(missing)} (got {list(names)})")
-        self._names, self._order = names, np.array([index[n] for n in self.joint_names])
-        return self._order
+class JointStateMapper(JointStateLayout):
+    """panda_sim2real's JointStateLayout for the identifier: an empty velocity field means "not
+    measured", and a bad joint state raises :class:`InvalidSample`."""
 
     def arrays(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
-               effort: Sequence[float]) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
+               effort: Sequence[float], require_velocity: bool = False
+               ) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
         """(q, qd or None, tau) in the model's joint order; :class:`InvalidSample` if bad."""
-        n = len(names)
-        for what, values in (("position", position), ("velocity", velocity), ("effort", effort)):
-            if len(values) != n and not (what == "velocity" and len(values) == 0):
-                raise InvalidSample(f"{what} has {len(values)} values for {n} joint names")
-        order = self._order_for(names)
-        q = np.asarray(position, dtype=np.float64)[order]
-        qd = np.asarray(velocity, dtype=np.float64)[order] if len(velocity) else None
-        tau = np.asarray(effort, dtype=np.float64)[order]
-        for what, values in (("position", q), ("velocity", qd), ("effort", tau)):
-            if values is not None and not np.all(np.isfinite(values)):
-                bad = [self.joint_names[i] for i in np.flatnonzero(~np.isfinite(values))[:3]]
-                raise InvalidSample(f"NaN/Inf in {what} of {', '.join(bad)}")
-        return q, qd, tau
+        try:
+            return super().arrays(names, position, velocity, effort, require_velocity)
+        except InvalidJointState as exc:
+            raise InvalidSample(str(exc)) from None
 
 
 @dataclass(frozen=True)

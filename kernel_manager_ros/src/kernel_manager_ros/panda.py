@@ -173,11 +173,11 @@ def read_pair_trajectories(path: str, spec: StateSpec, limits: Any = None
     """The complete pairs of a panda_sim2real pair bag with their commands, and the bag's label.
     KernelError for a missing or unreadable bag, a bag without /real (or /sim) joint states or
     pair events, or a pair without its command."""
-    import rosbag
     from panda_sim2real.bag_layout import COMMAND, topic
     from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.joint_state_bag import BagFile
     from panda_sim2real.limits import JointLimits
-    from panda_sim2real.pair_bag import BAG_READ_ERRORS, read_pairs
+    from panda_sim2real.pair_bag import read_pairs
     from panda_sim2real.ros_conversions import trajectory_from_msg
 
     limits = limits or JointLimits.from_yaml()
@@ -186,22 +186,20 @@ def read_pair_trajectories(path: str, spec: StateSpec, limits: Any = None
     if real_topic == sim_topic:
         raise KernelError(f"the spec's sensor topic {sim_topic} is not under {SIM_NS}: the "
                           f"stand-in's side cannot be found")
+    command_topic = topic(SIM_NS, COMMAND)
     try:
         recording = read_pairs(path, limits.joint_names, sim_topic=sim_topic)
+        with BagFile(path) as bag:
+            commands = [msg for _, msg in bag.messages([command_topic])]
     except Sim2RealError as exc:
         raise KernelError(str(exc)) from exc
-    command_topic = topic(SIM_NS, COMMAND)
     plans = []
-    try:
-        with rosbag.Bag(path, "r") as bag:
-            for _, msg, _ in bag.read_messages(topics=[command_topic]):
-                try:
-                    plans.append(trajectory_from_msg(msg, limits))
-                except Sim2RealError as exc:
-                    raise KernelError(f"bag {path}: a command on {command_topic} is "
-                                      f"invalid: {exc}") from exc
-    except BAG_READ_ERRORS as exc:
-        raise KernelError(f"cannot read bag {path}: {exc}") from exc
+    for msg in commands:
+        try:
+            plans.append(trajectory_from_msg(msg, limits))
+        except Sim2RealError as exc:
+            raise KernelError(f"bag {path}: a command on {command_topic} is invalid: "
+                              f"{exc}") from exc
     starts = np.array([p.start if p.start is not None else -1.0 for p in plans])
     trajectories = []
     for pair in recording.pairs:

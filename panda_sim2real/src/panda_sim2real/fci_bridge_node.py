@@ -1,0 +1,158 @@
+"""The ROS face of :class:`~panda_sim2real.fci_bridge.FciBridge`: the ``fci_bridge`` node, the
+robot over libfranka as ``/real`` (topics relative to the node's namespace):
+
+- publishes ``joint_states`` (sensor_msgs/JointState: q, dq, measured link-side torque tau_J)
+  at ``~publish_rate`` (up to the robot's 1 kHz), stamped with the robot's time mapped to ROS
+  time; ``robot_state`` (panda_sim2real/RobotState) at ``~state_rate``; ``label`` (latched);
+- subscribes ``joint_trajectory_controller/command`` (trajectory_msgs/JointTrajectory), run with
+  the simulator's time parametrisation once validated; a rejected one leaves the robot holding;
+- offers ``~recover`` (std_srvs/Trigger) after a reflex or a lost connection.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from typing import Optional
+
+import numpy as np
+import rospy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger, TriggerResponse
+from trajectory_msgs.msg import JointTrajectory
+
+from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
+from panda_sim2real.errors import ConfigError, RobotError, Sim2RealError, TrajectoryRejected
+from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.msg import RobotState
+from panda_sim2real.ros_conversions import to_time, trajectory_from_msg
+
+LATENCY_WINDOW = 1000
+MAX_RATE = 1000.0              # Hz: the robot sends one state per 1 ms tick
+CONFIG_KEYS = ("stiffness", "damping", "max_delta_tau", "feedforward", "start_tolerance",
+               "torque_thresholds", "force_thresholds")
+
+
+def rate_param(name: str, default: float) -> float:
+    rate = float(rospy.get_param(name, default))
+    if not 0.0 < rate <= MAX_RATE:
+        raise ConfigError(f"{name} = {rate:g} Hz: give a rate in (0, {MAX_RATE:g}]")
+    return rate
+
+
+class FciBridgeNode:
+    def __init__(self) -> None:
+        address = str(rospy.get_param("~robot_ip", "")).strip()
+        if not address:
+            raise ConfigError("~robot_ip is not set: give the robot's FCI address "
+                              "(robot.launch robot:=fci robot_ip:=...)")
+        self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
+        config = BridgeConfig.from_dict({k: rospy.get_param(f"~{k}") for k in CONFIG_KEYS
+                                         if rospy.has_param(f"~{k}")},
+                                        self.limits.dof, "fci_bridge parameters")
+        self.publish_period = 1.0 / rate_param("~publish_rate", MAX_RATE)
+        self.state_period = 1.0 / rate_param("~state_rate", 100.0)
+        self.bridge = FciBridge(address, self.limits, config,
+                                realtime=str(rospy.get_param("~realtime", "enforce")))
+        self.bridge.on_error = lambda message: rospy.logerr(f"{rospy.get_name()}: robot stopped: "
+                                                            f"{message}; call ~recover")
+        self.names = list(self.limits.joint_names)
+        self.joint_pub = rospy.Publisher(JOINT_STATES, JointState, queue_size=100)
+        self.state_pub = rospy.Publisher("robot_state", RobotState, queue_size=10)
+        label = rospy.Publisher("label", String, queue_size=1, latch=True)
+        label.publish(String(str(rospy.get_param("~label", "real robot"))))
+        self.last_rejection = ""
+        self.latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._next_joint = self._next_state = -np.inf
+        self.bridge.connect(timeout=float(rospy.get_param("~connect_timeout", 20.0)))
+        self.bridge.start()
+        kernel = "a real-time" if self.bridge.realtime_kernel else "NOT a real-time"
+        rospy.loginfo(f"{rospy.get_name()}: connected to {address}, holding; {kernel} kernel")
+        rospy.Subscriber(COMMAND, JointTrajectory, self._on_command, queue_size=5)
+        rospy.Service("~recover", Trigger, self._on_recover)
+        self._publisher = threading.Thread(target=self._publish_loop, name="fci_publish", daemon=True)
+
+    def spin(self) -> None:
+        self._publisher.start()
+        rospy.spin()
+
+    def close(self) -> None:
+        self.bridge.close()
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        try:
+            self.bridge.command(trajectory_from_msg(msg, self.limits))
+        except TrajectoryRejected as exc:
+            self.bridge.hold()
+            self.last_rejection = str(exc)
+            rospy.logerr(f"{rospy.get_name()}: trajectory rejected, holding position: {exc}")
+        except (RobotError, ValueError) as exc:
+            self.last_rejection = str(exc)
+            rospy.logerr(f"{rospy.get_name()}: trajectory not executed: {exc}")
+
+    def _on_recover(self, _request) -> TriggerResponse:
+        try:
+            message = self.bridge.recover()
+        except Sim2RealError as exc:
+            return TriggerResponse(success=False, message=str(exc))
+        rospy.loginfo(f"{rospy.get_name()}: {message}")
+        return TriggerResponse(success=True, message=message)
+
+    def _publish_loop(self) -> None:
+        last: Optional[RobotSample] = None
+        while not rospy.is_shutdown():
+            try:
+                sample = self.bridge.samples.get(timeout=self.state_period)
+            except queue.Empty:          # no robot state (lost connection): still say why
+                if last is not None and self.bridge.error:
+                    self.state_pub.publish(self._robot_state(last, stamp=rospy.get_time()))
+                continue
+            if not sample.is_finite():
+                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a robot state with NaN/Inf")
+                continue
+            if sample.robot_time >= self._next_joint:
+                self._next_joint = max(self._next_joint + self.publish_period,
+                                       sample.robot_time - self.publish_period / 2)
+                self.joint_pub.publish(self._joint_state(sample))
+                self.latencies.append(time.perf_counter() - sample.tick_wall)
+            last = sample
+            if sample.robot_time >= self._next_state:
+                self._next_state = sample.robot_time + self.state_period * 0.999
+                self.state_pub.publish(self._robot_state(sample))
+
+    def _joint_state(self, sample: RobotSample) -> JointState:
+        msg = JointState(name=self.names, position=sample.q.tolist(), velocity=sample.dq.tolist(),
+                         effort=sample.tau_j.tolist())
+        msg.header.stamp = to_time(sample.stamp)
+        return msg
+
+    def _robot_state(self, sample: RobotSample, stamp: Optional[float] = None) -> RobotState:
+        latency = np.asarray(self.latencies) if self.latencies else np.zeros(1)
+        msg = RobotState(name=self.names, tau_ext=sample.tau_ext.tolist(), robot_mode=sample.mode,
+                         control_command_success_rate=sample.success_rate,
+                         current_errors=self.bridge.current_errors() if sample.mode == "Reflex" else [],
+                         last_error=self.bridge.error or "", last_rejection=self.last_rejection,
+                         executing=self.bridge.executing(sample.robot_time),
+                         realtime_kernel=self.bridge.realtime_kernel,
+                         publish_latency_p50=float(np.percentile(latency, 50)),
+                         publish_latency_p99=float(np.percentile(latency, 99)))
+        msg.header.stamp = to_time(sample.stamp if stamp is None else stamp)
+        return msg
+
+
+def main() -> None:
+    """Entry point of ``fci_bridge``: one clear line and exit 1 when it cannot start."""
+    rospy.init_node("fci_bridge")
+    node: Optional[FciBridgeNode] = None
+    try:
+        node = FciBridgeNode()
+    except Sim2RealError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {exc}")
+        raise SystemExit(1) from None
+    try:
+        node.spin()
+    finally:
+        node.close()

@@ -1,0 +1,70 @@
+"""``franka_ros_relay``: /real for a robot that franka_ros already runs (franka_control).
+
+franka_ros's ``franka_state_controller`` publishes the arm's joint states (measured torque tau_J
+as effort) and a ``position_joint_trajectory_controller`` (or any JointTrajectoryController)
+takes trajectories. The relay republishes the former on ``joint_states`` in the Panda's joint
+order (each message checked by :class:`~panda_sim2real.joint_state_layout.JointStateLayout`:
+names, lengths, NaN/Inf; the finger joints are dropped) and forwards ``joint_trajectory_controller/
+command`` to the latter after the same checks fci_bridge makes (limits of the knots and of the
+executed interpolant). Bad messages are dropped with a throttled error; nothing non-finite is
+published. Topics are relative to the node's namespace (``/real``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import rospy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+
+from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
+from panda_sim2real.errors import Sim2RealError, TrajectoryRejected
+from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.motion_limits import check_motion_limits
+from panda_sim2real.ros_conversions import trajectory_from_msg
+
+
+class FrankaRosRelay:
+    def __init__(self) -> None:
+        self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
+        self.layout = JointStateLayout(self.limits.joint_names)
+        self.joint_pub = rospy.Publisher(JOINT_STATES, JointState, queue_size=100)
+        self.command_pub = rospy.Publisher(
+            rospy.get_param("~command_out", "/position_joint_trajectory_controller/command"),
+            JointTrajectory, queue_size=2)
+        label = rospy.Publisher("label", String, queue_size=1, latch=True)
+        label.publish(String(str(rospy.get_param("~label", "real robot"))))
+        rospy.Subscriber(rospy.get_param("~joint_states_in", "/franka_state_controller/joint_states"),
+                         JointState, self._on_state, queue_size=100)
+        rospy.Subscriber(COMMAND, JointTrajectory, self._on_command, queue_size=5)
+
+    def _on_state(self, msg: JointState) -> None:
+        try:
+            q, qd, tau = self.layout.arrays(msg.name, msg.position, msg.velocity, msg.effort)
+        except InvalidJointState as exc:
+            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a joint state: {exc}")
+            return
+        out = JointState(header=msg.header, name=list(self.limits.joint_names),
+                         position=q.tolist(), velocity=qd.tolist(), effort=tau.tolist())
+        self.joint_pub.publish(out)
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        try:
+            check_motion_limits(trajectory_from_msg(msg, self.limits), self.limits)
+        except TrajectoryRejected as exc:
+            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: trajectory not forwarded: {exc}")
+            return
+        self.command_pub.publish(msg)
+
+
+def main() -> None:
+    rospy.init_node("franka_ros_relay")
+    relay: Optional[FrankaRosRelay] = None
+    try:
+        relay = FrankaRosRelay()
+    except Sim2RealError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {exc}")
+        raise SystemExit(1) from None
+    rospy.spin()

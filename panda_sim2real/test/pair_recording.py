@@ -1,0 +1,53 @@
+"""Shared by the pair rostests: run `rosbag record` on the pair topics while the pair runner
+(wait_for_recorder) drives both robots, and return the closed bag once N pairs have ended."""
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import rosgraph
+import rospy
+
+from panda_sim2real.msg import PairEvent
+
+TOPICS = ["/sim/joint_states", "/real/joint_states", "/sim/joint_trajectory_controller/command",
+          "/real/joint_trajectory_controller/command", "/pairs/event", "/real/label"]
+
+
+def record_pairs(count: int, timeout: float = 200.0) -> tuple[str, list[int]]:
+    """(bag path, ids of the pairs that ended). The caller has called rospy.init_node."""
+    ends = []
+    lock = threading.Lock()
+
+    def on_event(msg):
+        if msg.event == PairEvent.END:
+            with lock:
+                ends.append(msg.trajectory_id)
+
+    bag = os.path.join(tempfile.mkdtemp(prefix="sim2real_rostest_"), "pairs.bag")
+    # `rosrun` execs the C++ recorder itself (the `rosbag` wrapper would exit on SIGINT before
+    # the recorder has closed the bag), in its own process group
+    recorder = subprocess.Popen(["rosrun", "rosbag", "record", "-O", bag, *TOPICS],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    # the runner (wait_for_recorder) starts once /pairs/event has a subscriber: let the
+    # recorder be that first subscriber, on every topic, before the test listens too
+    master = rosgraph.Master(rospy.get_name())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        subscribers = dict(master.getSystemState()[1])
+        if all(any(n != rospy.get_name() for n in subscribers.get(t, [])) for t in TOPICS):
+            break
+        time.sleep(0.05)
+    rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(ends) < count:
+            time.sleep(0.1)
+        time.sleep(1.0)
+    finally:
+        os.killpg(recorder.pid, signal.SIGINT)
+        recorder.wait(timeout=30)
+    return bag, sorted(ends)

@@ -22,6 +22,7 @@ drop_connection` closes the client's connection, as a robot that is switched off
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import time
 import xml.etree.ElementTree as ET
@@ -46,6 +47,7 @@ TICK = 0.001                 # s: libfranka's control period
 COMMAND_PORT = 1337          # libfranka's TCP port
 PROTOCOL_VERSION = 10        # robot server protocol of libfranka 0.21 (FR3, system >= 5.9)
 RESYNC_AFTER = 0.05          # s behind the wall clock after which the server stops catching up
+SUCCESS_WINDOW = 100         # ticks: libfranka's control_command_success_rate window
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,17 @@ def check_loopback(host: str) -> str:
 
 FLANGE = "panda_link8"
 LINK_PREFIX = "panda_"   # libfranka finds the flange by its own name, link8 (kLastLinkName)
+
+
+def set_fifo_priority(priority: int) -> None:
+    """Run this process at SCHED_FIFO ``priority``; RobotError (one line) if not permitted."""
+    if not 1 <= priority <= 99:
+        raise ConfigError(f"--fifo-priority {priority}: give 1..99")
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except OSError as exc:
+        raise RobotError(f"cannot serve at SCHED_FIFO priority {priority}: {exc.strerror} "
+                         f"(needs root or CAP_SYS_NICE)") from exc
 
 
 def served_urdf(urdf_text: str, limits: JointLimits) -> str:
@@ -217,9 +230,11 @@ class VersionCheckedConnect(ConnectCommand):
 
 
 class FciServer(FrankaRobotServer):
-    """franky-sim's robot server with three changes: the robot model is the stand-in's, a
-    client of another protocol version is refused as a robot refuses it, and the UDP socket binds
-    the server's loopback address (franky-sim binds 0.0.0.0)."""
+    """franky-sim's robot server with four changes: the robot model is the stand-in's, a client
+    of another protocol version is refused as a robot refuses it, the control command success
+    rate is measured (the share of the last 100 ticks of a motion in which a command arrived;
+    franky-sim reports a constant 1), and the UDP socket binds the server's loopback address
+    (franky-sim binds 0.0.0.0)."""
 
     def __init__(self, robot: StandinFrankaRobot, host: str,
                  protocol_version: int = PROTOCOL_VERSION) -> None:
@@ -228,6 +243,17 @@ class FciServer(FrankaRobotServer):
         commands[RobotCommand.kGetRobotModel] = PandaModelCommand
         commands[Command.kConnect] = VersionCheckedConnect
         self._FrankaServer__library_version = protocol_version
+        self._arrived: deque[bool] = deque(maxlen=SUCCESS_WINDOW)
+
+    def _post_process_commands(self) -> None:
+        if self.current_motion_id:
+            self._arrived.append(self._FrankaRobotServer__has_new_command)
+        super()._post_process_commands()
+
+    @property
+    def robot_state(self):
+        rate = sum(self._arrived) / len(self._arrived) if self._arrived else 1.0
+        return super().robot_state.replace(control_command_success_rate=rate)
 
     def _setup_udp_connection(self, network_udp_port: int) -> None:
         super()._setup_udp_connection(network_udp_port)

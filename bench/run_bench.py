@@ -9,6 +9,10 @@
   (bench/realtime_step.py).
 * node_latency: the residual_publisher node with 1 kHz input over --latency-seconds, message in ->
   corrected message out, vs one hop of the same transport without the node (bench/node_latency.py).
+* fci_bridge: fci_bridge against fci_standin over the libfranka protocol for --fci-seconds at
+  1 kHz (control command success rate, /real/joint_states rate and gaps, tick-to-publish
+  latency, tracking RMS over FCI vs the ROS-native stand-in), with the stand-in at normal
+  priority and at SCHED_FIFO 40, vs franka_state_controller's 30 Hz (bench/fci_bridge.py).
 * diffnea_dynamics: diffnea_ros inverse dynamics throughput at batch 1/256/4096 and the ID-loss
   forward+backward at batch 256, vs Pinocchio (single call) and differentiable-robot-model
   (installed for the bench only by tools/install_bench_peers.sh) (bench/diffnea_dynamics.py).
@@ -37,6 +41,7 @@ import tempfile
 import time
 
 from compliant_actuators import bench_compliant_actuators, print_table as print_compliant_table
+from fci_bridge import bench_fci_bridges
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
 from node_latency import bench_node_latency
@@ -98,6 +103,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=100)
     parser.add_argument("--latency-seconds", type=float, default=60.0,
                         help="duration of the 1 kHz node latency run")
+    parser.add_argument("--fci-seconds", type=float, default=60.0,
+                        help="seconds of each fci_bridge run (two runs)")
     parser.add_argument("--trifinger-trials", type=int, default=20, help="level-3/4 trials per pairing")
     parser.add_argument("--mix-trials", type=int, default=5, help="trials per mix-and-match cell")
     parser.add_argument("--skip-trifinger", action="store_true", help="leave out the TriFinger benchmark")
@@ -128,6 +135,7 @@ def main() -> None:
     write_json(os.path.join(args.out, "realtime_step.json"), step)
     latency = bench_node_latency(args.latency_seconds)
     write_json(os.path.join(args.out, "node_latency.json"), latency)
+    write_json(os.path.join(args.out, "fci_bridge.json"), bench_fci_bridges(args.fci_seconds))
     dynamics = bench_diffnea_dynamics()
     write_json(os.path.join(args.out, "diffnea_dynamics.json"), dynamics)
     compliant = bench_compliant_actuators()

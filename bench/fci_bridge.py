@@ -25,8 +25,6 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,27 +33,13 @@ from typing import Optional
 
 import numpy as np
 
+from node_latency import free_port, stop_process
 from panda_sim2real.cli import write_json
 
 HERE = os.path.abspath(__file__)
 HOST = "127.0.0.71"
 FRANKA_STATE_CONTROLLER_RATE = 30.0     # Hz, franka_ros's documented default
 TRAJECTORY_SEED = 7
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def generated_trajectories(count: int):
@@ -161,7 +145,7 @@ def listen(seconds: float, out: str) -> None:
 
 
 def bench_fci_bridge(seconds: float, standin_priority: Optional[int] = None) -> dict:
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
     master = subprocess.Popen(["roscore", "-p", str(port)], env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -177,8 +161,8 @@ def bench_fci_bridge(seconds: float, standin_priority: Optional[int] = None) -> 
                         "--raw", raw_path], env=env, check=True, timeout=seconds + 240)
     finally:
         if robot is not None:
-            _stop(robot)
-        _stop(master)
+            stop_process(robot)
+        stop_process(master)
     with open(raw_path) as f:
         raw = json.load(f)
     stamps, arrivals = np.array(raw["stamps"]), np.array(raw["arrivals"])

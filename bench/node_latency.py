@@ -135,7 +135,7 @@ def listen(topic: str, expected: int, out: str, timeout: float) -> None:
              diagnostics=json.dumps(diagnostics))
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -148,7 +148,7 @@ def _summary(latencies: np.ndarray) -> dict:
             "mean_us": float(us.mean())}
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_process(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
         try:
@@ -182,7 +182,7 @@ def run_case(env: dict, states: str, n: int, rate: float, model: Optional[str],
         listener.wait(timeout=120)
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_process(proc)
     data = np.load(out)
     result = dict(_summary(data["latencies"]), sent=n, received=int(data["received"]),
                   dropped=int(n - int(data["received"])))
@@ -214,7 +214,7 @@ def bench_node_latency(seconds: float = 60.0, rate: float = 1000.0,
                       ).save(model)
         model_note = (f"realtime model of the size make demo/study train (hidden {MODEL_HIDDEN}, "
                       f"2 layers), untrained weights")
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
     env.pop("ROS_HOSTNAME", None)
     master = subprocess.Popen(["roscore", "-p", str(port)], env=env, start_new_session=True,
@@ -224,7 +224,7 @@ def bench_node_latency(seconds: float = 60.0, rate: float = 1000.0,
         baseline = run_case(env, states, n, rate, None, folder)
         node = run_case(env, states, n, rate, model, folder)
     finally:
-        _stop(master)
+        stop_process(master)
     return {
         "what": "residual_publisher: message in (player stamp) -> corrected message out "
                 "(listener receipt), both TCPROS hops included; baseline = player -> listener "

@@ -29,6 +29,7 @@ from panda_sim2real.errors import ConfigError, RobotError, Sim2RealError, Trajec
 from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
+from panda_sim2real.node_runner import run_node
 from panda_sim2real.ros_conversions import to_time, trajectory_from_msg
 
 GIL_SWITCH_INTERVAL = 0.0002  # s
@@ -150,14 +151,4 @@ def main() -> None:
     # libfranka's control thread runs the tick callback in Python: hand it the interpreter
     # within 0.2 ms rather than the default 5 ms while the publisher thread serialises.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    rospy.init_node("fci_bridge")
-    node: Optional[FciBridgeNode] = None
-    try:
-        node = FciBridgeNode()
-    except Sim2RealError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    try:
-        node.spin()
-    finally:
-        node.close()
+    run_node("fci_bridge", FciBridgeNode, FciBridgeNode.spin, FciBridgeNode.close)

@@ -11,18 +11,17 @@ published. Topics are relative to the node's namespace (``/real``).
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import rospy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
-from panda_sim2real.errors import Sim2RealError, TrajectoryRejected
+from panda_sim2real.errors import TrajectoryRejected
 from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
+from panda_sim2real.node_runner import run_node
 from panda_sim2real.ros_conversions import trajectory_from_msg
 
 
@@ -60,11 +59,4 @@ class FrankaRosRelay:
 
 
 def main() -> None:
-    rospy.init_node("franka_ros_relay")
-    relay: Optional[FrankaRosRelay] = None
-    try:
-        relay = FrankaRosRelay()
-    except Sim2RealError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    rospy.spin()
+    run_node("franka_ros_relay", FrankaRosRelay, lambda relay: rospy.spin())

@@ -21,9 +21,7 @@ import numpy as np
 from panda_sim2real.bag_layout import (DEFAULT_LABEL, EVENT_END, EVENT_START, EVENTS, JOINT_STATES,
                                      LABEL, REAL_NS, SIM_NS, topic)
 from panda_sim2real.errors import BagError
-# BAG_READ_ERRORS and unreadable_bag are imported from here by older callers
-from panda_sim2real.joint_state_bag import (BAG_READ_ERRORS, BagFile,  # noqa: F401
-                                            JointStateCollector, JointStates, unreadable_bag)
+from panda_sim2real.joint_state_bag import BagFile, JointStateCollector, JointStates
 
 SIM_JOINT_STATES = topic(SIM_NS, JOINT_STATES)
 REAL_JOINT_STATES = topic(REAL_NS, JOINT_STATES)

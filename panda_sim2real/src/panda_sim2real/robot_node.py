@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional
 
 import numpy as np
 import rospy
@@ -30,6 +29,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.node_runner import run_node
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.robot import JointMeasurement
@@ -173,16 +173,5 @@ class RobotNode:
 
 def main(node_name: str, config_param: str, default_config: str) -> None:
     """Entry point of the robot nodes: one clear line and exit 1 on a bad config or URDF."""
-    rospy.init_node(node_name)
-    node: Optional[RobotNode] = None
-    try:
-        node = RobotNode(config_param, default_config)
-    except Sim2RealError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    try:
-        node.spin()
-    except rospy.ROSInterruptException:
-        pass
-    finally:
-        node.close()
+    run_node(node_name, lambda: RobotNode(config_param, default_config), RobotNode.spin,
+             RobotNode.close)

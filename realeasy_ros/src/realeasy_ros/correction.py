@@ -31,7 +31,7 @@ from panda_sim2real.errors import BagError
 from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
 from realeasy_ros.model_file import RealeasyModel
 from realeasy_ros.model import PRECISE
-from panda_sim2real.pair_bag import BAG_READ_ERRORS, unreadable_bag
+from panda_sim2real.joint_state_bag import BAG_READ_ERRORS, unreadable_bag
 
 SIM_TOPIC = topic(SIM_NS, JOINT_STATES)
 REALISTIC_TOPIC = topic(SIM_NS, REALISTIC)

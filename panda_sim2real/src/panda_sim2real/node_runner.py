@@ -1,0 +1,29 @@
+"""The start-up every node of the package shares: init, build from parameters (a bad parameter,
+file or robot stops the node with one [FATAL] line and exit status 1), spin until shutdown, then
+close what the node holds (physics, the robot connection)."""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+import rospy
+
+from panda_sim2real.errors import Sim2RealError
+
+NodeT = TypeVar("NodeT")
+
+
+def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None],
+             close: Callable[[NodeT], None] = lambda node: None) -> None:
+    """``rospy.init_node(name)``, ``node = make()``, ``spin(node)``, ``close(node)``."""
+    rospy.init_node(name)
+    try:
+        node = make()
+    except Sim2RealError as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {exc}")
+        raise SystemExit(1) from None
+    try:
+        spin(node)
+    except rospy.ROSInterruptException:
+        pass
+    finally:
+        close(node)

@@ -34,6 +34,13 @@ class FrankaRosRelay(unittest.TestCase):
             time.sleep(0.05)
         names = ["panda_finger_joint1", "panda_finger_joint2"] + list(LIMITS.joint_names)[::-1]
         q = np.r_[0.04, 0.04, LIMITS.home[::-1]]
+        deadline = time.monotonic() + 10       # until the relay -> test connection is up
+        while not relayed and time.monotonic() < deadline:
+            franka.publish(JointState(name=names, position=list(q), velocity=[0.0] * 9,
+                                      effort=[0.0] * 9))
+            time.sleep(0.05)
+        time.sleep(0.2)
+        del relayed[:]
         for k in range(40):
             msg = JointState(name=names, position=list(q), velocity=[0.0] * 9,
                              effort=[float(k)] * 9)

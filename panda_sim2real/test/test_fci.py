@@ -68,8 +68,8 @@ def connected(host: str, **overrides):
 
 def drain(bridge: FciBridge) -> list:
     out = []
-    while not bridge.samples.empty():
-        out.append(bridge.samples.get())
+    while (sample := bridge.next_sample()) is not None:
+        out.append(sample)
     return out
 
 
@@ -195,9 +195,13 @@ def test_tracks_a_generated_trajectory_and_rejects_bad_ones_while_holding():
             ("exceeds the limit", PlannedTrajectory(np.array([0.0, 0.3]),
                                                     np.vstack([held, held + np.r_[0.6, 0, 0, 0, 0, 0, 0]]),
                                                     np.zeros((2, 7)))),
-            ("the first point is", PlannedTrajectory(np.array([0.0, 2.0]),
-                                                     np.vstack([held + 0.3, held + 0.3]),
-                                                     np.zeros((2, 7)))),
+            ("at its start the trajectory is 0.300 rad from the reference",
+             PlannedTrajectory(np.array([0.0, 2.0]), np.vstack([held + 0.3, held + 0.3]),
+                               np.zeros((2, 7)))),
+            # started 1 s ago (host time): taking over now would jump to mid-trajectory
+            ("at now \\(its start is past\\) the trajectory is",
+             PlannedTrajectory(np.array([0.0, 2.0]), np.vstack([held, held + np.r_[0.5, 0, 0, 0, 0, 0, 0]]),
+                               np.zeros((2, 7)), start=time.time() - 1.0)),
         ]
         for reason, plan in bad:
             with pytest.raises(TrajectoryRejected, match=reason):

@@ -59,7 +59,7 @@ def test_elastic_joints_deflect_by_gravity_over_stiffness_and_sensor_reads_gravi
     robot = stand_in(torque_sensor=None, encoders=None)
     robot.run_until(1.0)
     q, _ = robot.physics.state()
-    gravity = robot._gravity(q)
+    gravity = robot.gravity_torque(q)
     np.testing.assert_allclose(robot._theta - q, gravity / REAL.elasticity.stiffness, atol=2e-5)
     np.testing.assert_allclose(robot.measure().effort, gravity, atol=0.02)
     np.testing.assert_allclose(q, LIMITS.home, atol=2e-3)

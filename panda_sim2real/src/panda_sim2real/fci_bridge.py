@@ -10,10 +10,12 @@ The ``fci_bridge`` node is a thin ROS layer over :class:`FciBridge`:
   torque control; the robot adds gravity). Each control tick, in libfranka's thread,
   :meth:`FciBridge._on_tick` samples the scheduled trajectory at the robot's own time (the
   same cubic Hermite :class:`~panda_sim2real.trajectory.TrajectoryExecutor` the simulator
-  follows), sets the reference (q, qd, tau_ff = M(q) qdd), and queues the state.
+  follows), sets the reference (q, qd, tau_ff = M(q) qdd) for the next tick, and queues the
+  raw state; :meth:`FciBridge.next_sample` turns it into a :class:`RobotSample` in the
+  consumer's thread, so that the control thread does as little as possible.
 - :meth:`FciBridge.command` validates a trajectory against the Panda's position, velocity,
-  acceleration and jerk limits and the current position before it reaches the robot; a rejected
-  one leaves the robot holding where it is.
+  acceleration and jerk limits and its continuity with the reference it replaces, before it
+  reaches the robot; a rejected one leaves the robot holding where it is.
 - A reflex or a lost connection ends the motion: it is reported (:attr:`FciBridge.error`), the
   robot holds (it stops by itself), and nothing moves until :meth:`FciBridge.recover`.
 """
@@ -39,8 +41,10 @@ from panda_sim2real.trajectory import PlannedTrajectory, TrajectoryExecutor
 logger = logging.getLogger(__name__)
 
 REALTIME_MODES = ("enforce", "ignore")
+TICK = 0.001              # s: libfranka's control period
 IDLE_POLL = 0.01          # s between state reads while no controller runs (error, recovery)
 CONNECT_RETRY = 0.5       # s between connection attempts while the robot refuses
+QUEUE_SIZE = 2000         # raw states (2 s) waiting for the consumer; older ones are dropped
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class BridgeConfig:
     damping: np.ndarray              # N m s/rad
     max_delta_tau: float             # N m per tick: the Panda's torque rate limit, 1000 N m/s
     feedforward: bool                # tau_ff = M(q) qdd_ref from the robot's own model
-    start_tolerance: float           # rad: first knot at t=0 vs the position held now
+    start_tolerance: float           # rad: a trajectory vs the reference it takes over from
     torque_thresholds: np.ndarray    # N m: collision reflex thresholds (libfranka)
     force_thresholds: np.ndarray     # N: Cartesian collision reflex thresholds
 
@@ -91,7 +95,8 @@ class BridgeConfig:
 @dataclass(frozen=True)
 class RobotSample:
     """One robot state: robot time [s], host stamp [s], q [rad], dq [rad/s], measured link-side
-    torque tau_J [N m], estimated external torque [N m], robot mode, command success rate."""
+    torque tau_J [N m], estimated external torque [N m], robot mode, command success rate,
+    libfranka's active errors (read in reflex only), and when it reached the host."""
 
     robot_time: float
     stamp: float
@@ -101,6 +106,7 @@ class RobotSample:
     tau_ext: np.ndarray
     mode: str
     success_rate: float
+    errors: tuple[str, ...]
     tick_wall: float          # time.perf_counter() when the state reached the host
 
     def is_finite(self) -> bool:
@@ -108,10 +114,37 @@ class RobotSample:
                     and np.all(np.isfinite(self.tau_j)) and np.all(np.isfinite(self.tau_ext)))
 
 
+@dataclass(frozen=True)
+class FeedForward:
+    """qdd of one scheduled trajectory, per segment: a + s b with s in [0, 1] (from its cubic)."""
+
+    plan: PlannedTrajectory
+    a: np.ndarray
+    b: np.ndarray
+
+    @classmethod
+    def of(cls, plan: PlannedTrajectory) -> "FeedForward":
+        seg = HermiteSegments.of(plan)
+        h2 = seg.h[:, None] ** 2
+        return cls(plan, 2 * seg.c[2] / h2, 6 * seg.c[3] / h2)
+
+    def acceleration(self, t: float) -> Optional[np.ndarray]:
+        """qdd at ``t`` seconds after the start (None outside the trajectory)."""
+        times = self.plan.times
+        if t <= times[0] or t >= times[-1]:
+            return None
+        k = int(np.searchsorted(times, t, side="right")) - 1
+        return self.a[k] + (t - times[k]) / (times[k + 1] - times[k]) * self.b[k]
+
+
 def realtime_config(mode: str, franky_module: Any) -> Any:
     if mode not in REALTIME_MODES:
         raise ConfigError(f"~realtime must be one of {REALTIME_MODES}, got {mode!r}")
     return franky_module.RealtimeConfig.Enforce if mode == "enforce" else franky_module.RealtimeConfig.Ignore
+
+
+def one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def connection_error(address: str, exc: BaseException) -> RobotError:
@@ -131,6 +164,11 @@ def connection_error(address: str, exc: BaseException) -> RobotError:
     return RobotError(f"cannot connect to the robot at {address}: {name}: {text}")
 
 
+def error_names(errors: Any) -> tuple[str, ...]:
+    """libfranka's active error flags by name (franky prints them as a list)."""
+    return tuple(e.strip().strip('"\'') for e in str(errors).strip("[]").split(",") if e.strip())
+
+
 class FciBridge:
     """The robot behind libfranka, holding or tracking; see the module docstring."""
 
@@ -144,21 +182,25 @@ class FciBridge:
         self.config = config
         self.realtime = realtime_config(realtime, franky_module)
         self.realtime_kernel = realtime_kernel()
-        self.samples: "queue.SimpleQueue[RobotSample]" = queue.SimpleQueue()
-        self.clock = RobotClock()
+        self.clock = RobotClock()          # written by the consumer of next_sample only
         self.error: Optional[str] = None
+        self.dropped = 0                   # raw states the consumer did not take in time
+        self.on_error: Callable[[str], None] = lambda message: None
         self.robot = None
+        self._model = None
         self._motion = None
-        self._lock = threading.Lock()
+        self._raw: "queue.Queue[tuple[Any, float, float]]" = queue.Queue(maxsize=QUEUE_SIZE)
+        self._lock = threading.Lock()      # executor, feed-forward, robot time (the tick takes it)
+        self._command_lock = threading.Lock()
+        self._recover_lock = threading.Lock()
         self._executor: Optional[TrajectoryExecutor] = None
-        self._segments: Optional[tuple[PlannedTrajectory, HermiteSegments]] = None
+        self._feedforward: dict[int, FeedForward] = {}
         self._robot_time = 0.0
         self._last_q: Optional[np.ndarray] = None
+        self._connection_lost = False
         self._stopping = False
-        self._model = None
         self._watcher: Optional[threading.Thread] = None
         self._watch_stop = threading.Event()
-        self.on_error: Callable[[str], None] = lambda message: None
 
     # -- connection ------------------------------------------------------------------------
     def connect(self, timeout: float = 0.0) -> None:
@@ -179,15 +221,14 @@ class FciBridge:
                     raise connection_error(self.address, exc) from exc
                 time.sleep(CONNECT_RETRY)
         self._model = self.robot.model
-        self.clock = RobotClock()
+        self._connection_lost = False
         self._refresh_state()
 
     def _refresh_state(self) -> None:
-        """Read the state once (no controller running): robot time, position, clock."""
+        """Read the state once (no controller running): robot time and position."""
         state = self._read_state()
         self._robot_time = state.time.to_sec()
         self._last_q = np.asarray(state.q, dtype=float)
-        self.clock.observe(self._robot_time, time.time())
 
     def start(self) -> None:
         """Start the controller holding the current position, and the watcher thread."""
@@ -196,20 +237,20 @@ class FciBridge:
         q = self._last_q.copy()
         with self._lock:
             self._executor = TrajectoryExecutor(q)
-            self._segments = None
+            self._feedforward = {}
         motion = self.franky.JointImpedanceTrackingMotion(
             stiffness=self.config.stiffness, damping=self.config.damping,
             max_delta_tau=self.config.max_delta_tau)
         motion.set_reference(self.franky.JointReference(q=q))
         motion.register_callback(self._on_tick)
         self._motion = motion
-        self.error = None
         self._stopping = False
         try:
             self.robot.move(motion, asynchronous=True)
         except Exception as exc:
-            raise RobotError(f"the robot refused the controller: {type(exc).__name__}: "
-                             f"{' '.join(str(exc).split())}") from exc
+            self.error = f"the robot refused the controller: {one_line(exc)}"
+            raise RobotError(self.error) from exc
+        self.error = None
         self._watch_stop.clear()
         self._watcher = threading.Thread(target=self._watch, name="fci_watch", daemon=True)
         self._watcher.start()
@@ -217,19 +258,22 @@ class FciBridge:
     def recover(self) -> str:
         """Clear a reflex (libfranka's automatic error recovery) or, when the connection is
         gone, connect anew; then hold the current position again. RobotError if it cannot."""
-        if self.error is None and self._watcher is not None and self._watcher.is_alive():
-            return "nothing to recover: the robot is holding or tracking"
-        self._stop_watcher()
-        try:
-            recovered = self.robot is not None and bool(self.robot.recover_from_errors())
-        except Exception:                    # no connection left to recover on
+        with self._recover_lock:
+            if self.error is None and self._watcher is not None and self._watcher.is_alive():
+                return "nothing to recover: the robot is holding or tracking"
+            self._stop_watcher()
             recovered = False
-        if recovered:
-            self._refresh_state()
-        else:
-            self.connect()
-        self.start()
-        return "recovered: holding the current position"
+            if self.robot is not None and not self._connection_lost:
+                try:
+                    recovered = bool(self.robot.recover_from_errors())
+                except Exception:            # the connection went with the error
+                    recovered = False
+            if recovered:
+                self._refresh_state()
+            else:
+                self.connect()
+            self.start()
+            return "recovered: holding the current position"
 
     def close(self) -> None:
         self._stopping = True
@@ -243,24 +287,34 @@ class FciBridge:
     # -- trajectories ----------------------------------------------------------------------
     def command(self, trajectory: PlannedTrajectory) -> PlannedTrajectory:
         """Schedule ``trajectory`` (start in host time, None = now). Raises TrajectoryRejected
-        (the robot holds where it is) or RobotError (not running); returns it in robot time."""
-        if self.error is not None or self._executor is None:
-            raise RobotError(f"the robot is not ready: {self.error or 'not started'}; call ~recover")
-        with self._lock:
-            now = self._robot_time
-            start = None if trajectory.start is None else self.clock.to_robot(trajectory.start)
+        (the robot holds where it is) or RobotError (not running); returns it in robot time.
+        The checks run outside the lock the control tick needs."""
+        with self._command_lock:
+            with self._lock:
+                if self.error is not None or self._executor is None:
+                    raise RobotError(f"the robot is not ready: {self.error or 'not started'}; "
+                                     f"call ~recover")
+                now = self._robot_time
+                start = (None if trajectory.start is None
+                         else max(self.clock.to_robot(trajectory.start), TICK))
+                plan = self._executor.prepare(trajectory.at(start), now)
+                takeover = max(plan.start, now)
+                held, _ = self._executor.peek(takeover)
             try:
-                plan = self._executor.prepare(
-                    PlannedTrajectory(trajectory.times, trajectory.positions, trajectory.velocities,
-                                      start), now)
-                self._check_start(plan)
+                self._check_continuity(plan, takeover, held)
                 check_motion_limits(plan, self.limits)
             except TrajectoryRejected:
-                self._executor.stop(now)
-                self._segments = None
+                self.hold()
                 raise
-            scheduled = self._executor.command(plan, now)
-            self._segments = (scheduled, HermiteSegments.of(scheduled))
+            feedforward = FeedForward.of(plan) if self.config.feedforward else None
+            with self._lock:
+                if self.error is not None:
+                    raise RobotError(f"the robot stopped: {self.error}; call ~recover")
+                scheduled = self._executor.command(plan, self._robot_time)
+                # feed-forward for the scheduled plan and, until it starts, the one running now
+                running = self._executor.plan_at(self._robot_time)
+                kept = self._feedforward.get(id(running)) if running is not None else None
+                self._feedforward = {id(p.plan): p for p in (kept, feedforward) if p is not None}
         return scheduled
 
     def hold(self) -> None:
@@ -268,50 +322,68 @@ class FciBridge:
         with self._lock:
             if self._executor is not None:
                 self._executor.stop(self._robot_time)
-                self._segments = None
+                self._feedforward = {}
 
     def executing(self, robot_time: float) -> bool:
         """Is a trajectory being followed at ``robot_time``?"""
-        segments = self._segments
-        return segments is not None and robot_time <= segments[0].start + segments[0].duration
+        with self._lock:
+            plan = self._executor.plan_at(robot_time) if self._executor is not None else None
+        return plan is not None and robot_time <= plan.start + plan.duration
 
-    def _check_start(self, plan: PlannedTrajectory) -> None:
-        held, _ = self._executor.peek(plan.start)
-        jump = np.abs(plan.positions[0] - held)
+    def _check_continuity(self, plan: PlannedTrajectory, takeover: float, held: np.ndarray) -> None:
+        """The trajectory must take over within start_tolerance of the reference it replaces
+        (at its start, or now if its start is already past)."""
+        new, _ = plan.sample(takeover - plan.start)
+        jump = np.abs(new - held)
         if np.any(jump > self.config.start_tolerance):
             j = int(np.argmax(jump))
+            when = "its start" if takeover == plan.start else "now (its start is past)"
             raise TrajectoryRejected(
-                f"the first point is {jump[j]:.3f} rad from where {self.limits.joint_names[j]} "
-                f"will be at the start (tolerance {self.config.start_tolerance:g} rad)")
+                f"at {when} the trajectory is {jump[j]:.3f} rad from the reference of "
+                f"{self.limits.joint_names[j]} (tolerance {self.config.start_tolerance:g} rad)")
 
     # -- the control tick (libfranka's thread) ----------------------------------------------
     def _on_tick(self, state: Any, *_: Any) -> None:
         arrival, wall = time.time(), time.perf_counter()
         robot_time = state.time.to_sec()
-        q = np.asarray(state.q, dtype=float)
+        t = robot_time + TICK              # franky applies this reference at the next tick
         with self._lock:
             self._robot_time = robot_time
-            q_ref, dq_ref = self._executor.reference(robot_time)
-            segments = self._segments
-        tau_ff = None
-        if self.config.feedforward and segments is not None:
-            qdd = _acceleration(segments, robot_time)
-            if qdd is not None:
-                mass = np.asarray(self._model.mass(state), dtype=float).reshape(7, 7)
-                tau_ff = mass @ qdd
-        reference = (self.franky.JointReference(q=q_ref, dq=dq_ref, tau_ff=tau_ff)
-                     if tau_ff is not None else self.franky.JointReference(q=q_ref, dq=dq_ref))
+            q_ref, dq_ref = self._executor.reference(t)
+            plan = self._executor.plan_at(t)
+            feedforward = self._feedforward.get(id(plan)) if plan is not None else None
+        qdd = (feedforward.acceleration(t - plan.start)
+               if feedforward is not None and feedforward.plan is plan else None)
+        if qdd is not None:
+            tau_ff = np.asarray(self._model.mass(state), dtype=float) @ qdd
+            reference = self.franky.JointReference(q=q_ref, dq=dq_ref, tau_ff=tau_ff)
+        else:
+            reference = self.franky.JointReference(q=q_ref, dq=dq_ref)
         self._motion.set_reference(reference)
-        self._last_q = q
-        self._put(state, robot_time, arrival, wall, q)
+        self._queue(state, arrival, wall)
 
-    def _put(self, state: Any, robot_time: float, arrival: float, wall: float, q: np.ndarray) -> None:
-        self.samples.put(RobotSample(
-            robot_time=robot_time, stamp=self.clock.observe(robot_time, arrival), q=q,
+    def _queue(self, state: Any, arrival: float, wall: float) -> None:
+        try:
+            self._raw.put_nowait((state, arrival, wall))
+        except queue.Full:
+            self.dropped += 1
+
+    def next_sample(self, timeout: Optional[float] = None) -> Optional[RobotSample]:
+        """The next robot state as a RobotSample (None after ``timeout`` seconds without one).
+        Call from one consumer thread: it also advances the robot clock mapping."""
+        try:
+            state, arrival, wall = self._raw.get(timeout=timeout) if timeout else self._raw.get_nowait()
+        except queue.Empty:
+            return None
+        robot_time = state.time.to_sec()
+        mode = state.robot_mode.name
+        return RobotSample(
+            robot_time=robot_time, stamp=self.clock.observe(robot_time, arrival),
+            q=np.asarray(state.q, dtype=float),
             dq=np.asarray(state.dq, dtype=float), tau_j=np.asarray(state.tau_J, dtype=float),
-            tau_ext=np.asarray(state.tau_ext_hat_filtered, dtype=float),
-            mode=state.robot_mode.name, success_rate=float(state.control_command_success_rate),
-            tick_wall=wall))
+            tau_ext=np.asarray(state.tau_ext_hat_filtered, dtype=float), mode=mode,
+            success_rate=float(state.control_command_success_rate),
+            errors=error_names(state.current_errors) if mode == "Reflex" else (), tick_wall=wall)
 
     # -- errors --------------------------------------------------------------------------------
     def _watch(self) -> None:
@@ -320,26 +392,26 @@ class FciBridge:
         try:
             self.robot.join_motion()
             if not self._stopping:
-                self._fail("the controller ended without a request")
+                self._fail("the controller ended without a request", lost=False)
         except Exception as exc:
             if not self._stopping:
-                self._fail(f"{type(exc).__name__}: {' '.join(str(exc).split())}")
-        while self.error is not None and not self._watch_stop.is_set():
+                self._fail(one_line(exc), lost=type(exc).__name__ == "NetworkException")
+        while self.error is not None and not self._watch_stop.is_set() and not self._connection_lost:
             try:
                 state = self._read_state()
-                self._put(state, state.time.to_sec(), time.time(), time.perf_counter(),
-                          np.asarray(state.q, dtype=float))
-                pause = IDLE_POLL
-            except RobotError:               # disconnected: nothing to read until recover
-                pause = 1.0
-            self._watch_stop.wait(pause)
+                self._queue(state, time.time(), time.perf_counter())
+            except RobotError:               # the connection went after all
+                self._connection_lost = True
+                break
+            self._watch_stop.wait(IDLE_POLL)
 
-    def _fail(self, message: str) -> None:
-        self.error = message
+    def _fail(self, message: str, lost: bool) -> None:
         with self._lock:
-            self._segments = None
+            self.error = message
+            self._connection_lost = lost
             if self._executor is not None:
-                self._executor.hold(self._last_q)
+                self._executor.stop(self._robot_time)
+            self._feedforward = {}
         logger.error("robot stopped: %s", message)
         self.on_error(message)
 
@@ -352,25 +424,4 @@ class FciBridge:
         try:
             return self.robot.state
         except Exception as exc:
-            raise RobotError(f"cannot read the robot's state: {type(exc).__name__}: "
-                             f"{' '.join(str(exc).split())}") from exc
-
-    def current_errors(self) -> list[str]:
-        """Names of the robot's active errors (libfranka's Errors), [] when none or unknown."""
-        try:
-            text = str(self.robot.state.current_errors)
-        except Exception:
-            return []
-        return [e.strip().strip('"') for e in text.strip("[]").split(",") if e.strip()]
-
-
-def _acceleration(segments: tuple[PlannedTrajectory, HermiteSegments], robot_time: float) -> Optional[np.ndarray]:
-    """qdd of the scheduled trajectory at ``robot_time`` (None outside it)."""
-    plan, seg = segments
-    t = robot_time - plan.start
-    if t <= plan.times[0] or t >= plan.times[-1]:
-        return None
-    k = int(np.searchsorted(plan.times, t, side="right")) - 1
-    s = np.array([(t - plan.times[k]) / seg.h[k]])
-    one = HermiteSegments(tuple(c[k:k + 1] for c in seg.c), seg.h[k:k + 1])
-    return one.acceleration(s)[0]
+            raise RobotError(f"cannot read the robot's state: {one_line(exc)}") from exc

@@ -10,7 +10,6 @@ robot over libfranka as ``/real`` (topics relative to the node's namespace):
 """
 from __future__ import annotations
 
-import queue
 import sys
 import threading
 import time
@@ -30,7 +29,8 @@ from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
 from panda_sim2real.node_runner import run_node
-from panda_sim2real.ros_conversions import to_time, trajectory_from_msg
+from panda_sim2real.robot import JointMeasurement
+from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
 
 GIL_SWITCH_INTERVAL = 0.0002  # s
 LATENCY_WINDOW = 1000
@@ -86,15 +86,22 @@ class FciBridgeNode:
         self.bridge.close()
 
     def _on_command(self, msg: JointTrajectory) -> None:
+        """A rejected trajectory leaves the robot holding (the bridge holds on its own checks)."""
         try:
-            self.bridge.command(trajectory_from_msg(msg, self.limits))
+            plan = trajectory_from_msg(msg, self.limits)
         except TrajectoryRejected as exc:
             self.bridge.hold()
-            self.last_rejection = str(exc)
-            rospy.logerr(f"{rospy.get_name()}: trajectory rejected, holding position: {exc}")
+            return self._reject(f"trajectory rejected, holding position: {exc}", exc)
+        try:
+            self.bridge.command(plan)
+        except TrajectoryRejected as exc:
+            self._reject(f"trajectory rejected, holding position: {exc}", exc)
         except (RobotError, ValueError) as exc:
-            self.last_rejection = str(exc)
-            rospy.logerr(f"{rospy.get_name()}: trajectory not executed: {exc}")
+            self._reject(f"trajectory not executed: {exc}", exc)
+
+    def _reject(self, message: str, exc: Exception) -> None:
+        self.last_rejection = str(exc)
+        rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {message}")
 
     def _on_recover(self, _request) -> TriggerResponse:
         try:
@@ -108,35 +115,39 @@ class FciBridgeNode:
         last: Optional[RobotSample] = None
         while not rospy.is_shutdown():
             try:
-                sample = self.bridge.samples.get(timeout=self.state_period)
-            except queue.Empty:          # no robot state (lost connection): still say why
-                if last is not None and self.bridge.error:
-                    self.state_pub.publish(self._robot_state(last, stamp=rospy.get_time()))
-                continue
-            if not sample.is_finite():
-                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a robot state with NaN/Inf")
-                continue
-            if sample.robot_time >= self._next_joint:
-                self._next_joint = max(self._next_joint + self.publish_period,
-                                       sample.robot_time - self.publish_period / 2)
-                self.joint_pub.publish(self._joint_state(sample))
-                self.latencies.append(time.perf_counter() - sample.tick_wall)
-            last = sample
-            if sample.robot_time >= self._next_state:
-                self._next_state = sample.robot_time + self.state_period * 0.999
-                self.state_pub.publish(self._robot_state(sample))
+                last = self._publish_next(last)
+            except Exception as exc:         # keep publishing; say what went wrong
+                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: publishing failed: "
+                                           f"{type(exc).__name__}: {exc}")
 
-    def _joint_state(self, sample: RobotSample) -> JointState:
-        msg = JointState(name=self.names, position=sample.q.tolist(), velocity=sample.dq.tolist(),
-                         effort=sample.tau_j.tolist())
-        msg.header.stamp = to_time(sample.stamp)
-        return msg
+    def _publish_next(self, last: Optional[RobotSample]) -> Optional[RobotSample]:
+        """Publish what the next robot state calls for; returns the latest state."""
+        sample = self.bridge.next_sample(timeout=self.state_period)
+        if sample is None:                   # no robot state (lost connection): still say why
+            if last is not None and self.bridge.error:
+                self.state_pub.publish(self._robot_state(last, stamp=rospy.get_time()))
+            return last
+        if not sample.is_finite():
+            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a robot state with NaN/Inf")
+            return last
+        if last is not None and sample.robot_time < last.robot_time:   # the robot restarted
+            self._next_joint = self._next_state = -np.inf
+        if sample.robot_time >= self._next_joint:
+            self._next_joint = max(self._next_joint + self.publish_period,
+                                   sample.robot_time - self.publish_period / 2)
+            self.joint_pub.publish(joint_state_msg(
+                JointMeasurement(sample.stamp, sample.q, sample.dq, sample.tau_j), self.names))
+            self.latencies.append(time.perf_counter() - sample.tick_wall)
+        if sample.robot_time >= self._next_state:
+            self._next_state = sample.robot_time + self.state_period * 0.999
+            self.state_pub.publish(self._robot_state(sample))
+        return sample
 
     def _robot_state(self, sample: RobotSample, stamp: Optional[float] = None) -> RobotState:
         latency = np.asarray(self.latencies) if self.latencies else np.zeros(1)
         msg = RobotState(name=self.names, tau_ext=sample.tau_ext.tolist(), robot_mode=sample.mode,
                          control_command_success_rate=sample.success_rate,
-                         current_errors=self.bridge.current_errors() if sample.mode == "Reflex" else [],
+                         current_errors=list(sample.errors),
                          last_error=self.bridge.error or "", last_rejection=self.last_rejection,
                          executing=self.bridge.executing(sample.robot_time),
                          realtime_kernel=self.bridge.realtime_kernel,

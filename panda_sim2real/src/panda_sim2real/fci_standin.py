@@ -48,6 +48,7 @@ COMMAND_PORT = 1337          # libfranka's TCP port
 PROTOCOL_VERSION = 10        # robot server protocol of libfranka 0.21 (FR3, system >= 5.9)
 RESYNC_AFTER = 0.05          # s behind the wall clock after which the server stops catching up
 SUCCESS_WINDOW = 100         # ticks: libfranka's control_command_success_rate window
+EXT_FILTER = 0.05            # per tick: first-order filter of the external torque estimate
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +137,7 @@ class StandinFrankaRobot(BaseRobot):
         self._effort = robot.limits.effort
         hold = robot.measure().position
         self._reference = JointReference(hold.copy(), np.zeros_like(hold))
+        self.tau_ext = np.zeros_like(hold)     # what the robot's external-torque estimate reads
         self._command: ExternalCommand = self._reference
         self._delay: deque[ExternalCommand] = deque(
             maxlen=int(round(robot.config.latency / robot.dt)) + 1)
@@ -143,11 +145,14 @@ class StandinFrankaRobot(BaseRobot):
 
     # -- commands from franky-sim's server (one per tick, before the physics step) --
     def torque_control(self, torques: Sequence[float], has_new_command: bool = True) -> None:
-        """Torque control: the stand-in adds its own gravity (franky-sim's FR3 model is not used)."""
+        """Torque control: the stand-in adds its own gravity (franky-sim's FR3 model is not used)
+        and saturates the sum at the effort limits. A joint motion that follows starts from the
+        measured position at rest, as the robot's controller does."""
         tau = np.asarray(torques, dtype=float)
         if tau.shape != self._effort.shape or not np.all(np.isfinite(tau)):
             raise RobotError(f"torque command {tau!r} is not {self._effort.size} finite values")
-        self._command = JointTorque(np.clip(tau, -self._effort, self._effort))
+        self._command = JointTorque(tau)
+        self._reference = JointReference(self._measurement.position, np.zeros_like(tau))
         super().torque_control(tau, has_new_command)     # franky-sim's tau_J_d bookkeeping
 
     def _torque_control(self, torques: np.ndarray) -> None:
@@ -183,10 +188,15 @@ class StandinFrankaRobot(BaseRobot):
         return InnerRobotState(tuple(m.position), tuple(m.velocity), tuple(m.effort))
 
     def advance(self) -> None:
-        """One 1 ms physics step with the command of ``latency`` seconds ago."""
+        """One 1 ms physics step with the command of ``latency`` seconds ago. The external
+        torque estimate is the measured tau_J less the joint torque the arm needs (the stand-in
+        knows it exactly; a robot models it): no contact, so sensor offset and noise, low-pass
+        filtered as libfranka's tau_ext_hat_filtered."""
         self._delay.append(self._command)
         self.sim_robot.step(self._delay[0])
         self._measurement = self.sim_robot.measure()
+        self.tau_ext += EXT_FILTER * (self._measurement.effort - self.sim_robot.joint_torque
+                                      - self.tau_ext)
 
 
 class StandinSimulator(BaseSimulator):
@@ -244,16 +254,22 @@ class FciServer(FrankaRobotServer):
         commands[Command.kConnect] = VersionCheckedConnect
         self._FrankaServer__library_version = protocol_version
         self._arrived: deque[bool] = deque(maxlen=SUCCESS_WINDOW)
+        self._window_motion = 0
 
     def _post_process_commands(self) -> None:
-        if self.current_motion_id:
+        motion = self.current_motion_id
+        if motion:
+            if motion != self._window_motion:      # a new motion: a new window
+                self._arrived.clear()
+                self._window_motion = motion
             self._arrived.append(self._FrankaRobotServer__has_new_command)
         super()._post_process_commands()
 
     @property
     def robot_state(self):
         rate = sum(self._arrived) / len(self._arrived) if self._arrived else 1.0
-        return super().robot_state.replace(control_command_success_rate=rate)
+        return super().robot_state.replace(control_command_success_rate=rate,
+                                           tau_ext_hat_filtered=tuple(self.robot.tau_ext))
 
     def _setup_udp_connection(self, network_udp_port: int) -> None:
         super()._setup_udp_connection(network_udp_port)

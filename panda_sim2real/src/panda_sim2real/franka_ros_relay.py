@@ -5,9 +5,11 @@ as effort) and a ``position_joint_trajectory_controller`` (or any JointTrajector
 takes trajectories. The relay republishes the former on ``joint_states`` in the Panda's joint
 order (each message checked by :class:`~panda_sim2real.joint_state_layout.JointStateLayout`:
 names, lengths, NaN/Inf; the finger joints are dropped) and forwards ``joint_trajectory_controller/
-command`` to the latter after the same checks fci_bridge makes (limits of the knots and of the
-executed interpolant). Bad messages are dropped with a throttled error; nothing non-finite is
-published. Topics are relative to the node's namespace (``/real``).
+command`` to the latter after fci_bridge's checks of the knots and of the executed interpolant,
+with the checked velocities (so the controller follows the cubic that was checked). It does not
+know the controller's reference, so it cannot check continuity with it, and a trajectory it
+drops leaves the controller with what it had. Bad messages are dropped with a throttled error;
+nothing non-finite is published. Topics are relative to the node's namespace (``/real``).
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayou
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
 from panda_sim2real.node_runner import run_node
-from panda_sim2real.ros_conversions import trajectory_from_msg
+from panda_sim2real.robot import JointMeasurement
+from panda_sim2real.ros_conversions import joint_state_msg, joint_trajectory_msg, trajectory_from_msg
 
 
 class FrankaRosRelay:
@@ -45,17 +48,19 @@ class FrankaRosRelay:
         except InvalidJointState as exc:
             rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a joint state: {exc}")
             return
-        out = JointState(header=msg.header, name=list(self.limits.joint_names),
-                         position=q.tolist(), velocity=qd.tolist(), effort=tau.tolist())
-        self.joint_pub.publish(out)
+        self.joint_pub.publish(joint_state_msg(
+            JointMeasurement(msg.header.stamp.to_sec(), q, qd, tau), self.limits.joint_names))
 
     def _on_command(self, msg: JointTrajectory) -> None:
+        """Forward the checked trajectory with its velocities (given or estimated) in the Panda's
+        joint order, so that the controller's cubic is the one checked."""
         try:
-            check_motion_limits(trajectory_from_msg(msg, self.limits), self.limits)
+            plan = trajectory_from_msg(msg, self.limits)
+            check_motion_limits(plan, self.limits)
         except TrajectoryRejected as exc:
             rospy.logerr_throttle(1.0, f"{rospy.get_name()}: trajectory not forwarded: {exc}")
             return
-        self.command_pub.publish(msg)
+        self.command_pub.publish(joint_trajectory_msg(plan, self.limits.joint_names))
 
 
 def main() -> None:

@@ -105,6 +105,11 @@ class SimulatedRobot:
         """True on the physics steps at which the robot publishes its joint state."""
         return self._steps % self.config.steps_per_publish == 0
 
+    @property
+    def joint_torque(self) -> np.ndarray:
+        """The link-side joint torque tau_J now, as it is (no sensor offset or noise) [N m]."""
+        return self._tau_j.copy()
+
     def reset(self, q: np.ndarray, t: float = 0.0) -> None:
         """Put the robot at rest at ``q`` (statically deflected if elastic), holding ``q``."""
         q = np.asarray(q, dtype=float)

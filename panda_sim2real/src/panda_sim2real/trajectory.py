@@ -135,14 +135,15 @@ class TrajectoryExecutor:
 
     def prepare(self, trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
         """``trajectory`` as :meth:`command` would schedule it, without scheduling it: with its
-        absolute start, and a first knot after t = 0 reached from the reference at the start."""
+        absolute start, and a first knot after t = 0 reached from the reference (position and
+        velocity) at the start."""
         start = now if trajectory.start is None or trajectory.start <= 0.0 else trajectory.start
         if trajectory.times[0] > 0.0:
-            q0, _ = self.peek(start)
+            q0, qd0 = self.peek(start)
             return PlannedTrajectory(
                 np.concatenate([[0.0], trajectory.times]),
                 np.vstack([q0, trajectory.positions]),
-                np.vstack([np.zeros_like(q0), trajectory.velocities]), start)
+                np.vstack([qd0, trajectory.velocities]), start)
         return trajectory.at(start)
 
     def command(self, trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
@@ -161,9 +162,13 @@ class TrajectoryExecutor:
             self._active, self._pending = self._pending, None
         return self.peek(t)
 
+    def plan_at(self, t: float) -> Optional[PlannedTrajectory]:
+        """The trajectory the reference at ``t`` comes from (None: holding a position)."""
+        return self._pending if self._pending is not None and t >= self._pending.start else self._active
+
     def peek(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """The reference at time ``t`` without activating a pending trajectory."""
-        active = self._pending if self._pending is not None and t >= self._pending.start else self._active
+        active = self.plan_at(t)
         if active is None:
             return self._hold.copy(), np.zeros_like(self._hold)
         return active.sample(t - active.start)

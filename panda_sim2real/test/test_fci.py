@@ -172,6 +172,8 @@ def test_tracks_a_generated_trajectory_and_rejects_bad_ones_while_holding():
         settings = GeneratorSettings.from_yaml(os.path.join(os.path.dirname(__file__), "fast_moves.yaml"))
         move = TrajectoryGenerator(LIMITS, settings, seed=4).next(LIMITS.home, ("multi",))
         scheduled = bridge.command(move.trajectory)
+        assert bridge._executor.plan_at(scheduled.start) is scheduled        # the checked plan runs,
+        assert bridge._feedforward[id(scheduled)].plan is scheduled          # with its M(q) qdd
         end = scheduled.start + scheduled.duration
         wait_robot_time(bridge, end + 0.05)
         samples = drain(bridge)

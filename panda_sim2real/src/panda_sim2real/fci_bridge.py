@@ -310,7 +310,7 @@ class FciBridge:
             with self._lock:
                 if self.error is not None:
                     raise RobotError(f"the robot stopped: {self.error}; call ~recover")
-                scheduled = self._executor.command(plan, self._robot_time)
+                scheduled = self._executor.schedule(plan, self._robot_time)
                 # feed-forward for the scheduled plan and, until it starts, the one running now
                 running = self._executor.plan_at(self._robot_time)
                 kept = self._feedforward.get(id(running)) if running is not None else None

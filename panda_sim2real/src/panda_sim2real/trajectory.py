@@ -149,12 +149,15 @@ class TrajectoryExecutor:
     def command(self, trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
         """Schedule ``trajectory`` (see :meth:`prepare`); it replaces the current one at its
         start time. Returns the scheduled trajectory."""
-        trajectory = self.prepare(trajectory, now)
-        if trajectory.start <= now:
-            self._active, self._pending = trajectory, None
+        return self.schedule(self.prepare(trajectory, now), now)
+
+    def schedule(self, prepared: PlannedTrajectory, now: float) -> PlannedTrajectory:
+        """Schedule a trajectory :meth:`prepare` returned, as it is (the same object)."""
+        if prepared.start <= now:
+            self._active, self._pending = prepared, None
         else:
-            self._pending = trajectory
-        return trajectory
+            self._pending = prepared
+        return prepared
 
     def reference(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """The reference at time ``t``; a pending trajectory whose start has come becomes active."""

@@ -130,6 +130,9 @@ class FciBridgeNode:
         if not sample.is_finite():
             rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a robot state with NaN/Inf")
             return last
+        if self.bridge.dropped:
+            rospy.logwarn_throttle(5.0, f"{rospy.get_name()}: {self.bridge.dropped} robot states "
+                                        f"dropped so far: publishing fell behind the robot")
         if last is not None and sample.robot_time < last.robot_time:   # the robot restarted
             self._next_joint = self._next_state = -np.inf
         if sample.robot_time >= self._next_joint:

@@ -13,12 +13,14 @@ NodeT = TypeVar("NodeT")
 
 
 def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None],
-             close: Callable[[NodeT], None] = lambda node: None) -> None:
-    """``rospy.init_node(name)``, ``node = make()``, ``spin(node)``, ``close(node)``."""
+             close: Callable[[NodeT], None] = lambda node: None,
+             errors: tuple[type[Exception], ...] = (Sim2RealError,)) -> NodeT:
+    """``rospy.init_node(name)``, ``node = make()`` (one of ``errors``: [FATAL] line, exit 1),
+    ``spin(node)``, ``close(node)``; returns the node after shutdown."""
     rospy.init_node(name)
     try:
         node = make()
-    except Sim2RealError as exc:
+    except errors as exc:
         rospy.logfatal(f"{rospy.get_name()}: {exc}")
         raise SystemExit(1) from None
     try:
@@ -27,3 +29,4 @@ def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None]
         pass
     finally:
         close(node)
+    return node

@@ -2,6 +2,9 @@
 #   make demo    the main job on the embedded default (PyBullet sim vs the reality stand-in)
 #   make test    every test: pytest (libraries), C++ tests, rostest integration tests
 #   make bench   performance figures into bench/results/*.json
+#   make docker  the robot PC image (docker or podman; docker/README.md)
+#   make docker-test  that image built from a bare Debian base made here, smoke-tested inside and
+#                on the host (CI runs it after make test)
 #   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
 #   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~10 min)
 #   make kernel-results   the delivery-vehicle experiment and the Panda kernels (~6 min)
@@ -16,10 +19,10 @@ WS       := $(ROOT)/build/ws
 PACKAGES := panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results kernel-results clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results kernel-results docker docker-test clean
 
 help:
-	@echo "make demo | make test | make bench | make study | make diffnea-results | make compliant-results | make kernel-results | make setup | make clean"
+	@echo "make demo | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -87,6 +90,15 @@ kernel-results: setup
 	  --json $(ROOT)/kernel_manager_ros/results/vehicle_experiment.json --plots $(ROOT)/kernel_manager_ros/results/plots
 	$(RUN) rosrun kernel_manager_ros panda-kernels --trajectories 40 --seed 0 --out-dir $(ROOT)/build/panda_kernels \
 	  --json $(ROOT)/kernel_manager_ros/results/panda_kernels.json --plots $(ROOT)/kernel_manager_ros/results/plots
+
+# The robot PC image (docker/Dockerfile). FRANKY_WHEEL=file.whl (in docker/wheels/) swaps in a
+# franky built against another libfranka, e.g. 0.9.x for a Panda on an older system image.
+docker:
+	bash $(ROOT)/tools/docker_build.sh $(if $(FRANKY_WHEEL),--franky-wheel $(FRANKY_WHEEL))
+
+# The image from a bare Debian base (mmdebstrap, no registry) and its smoke test (tools/docker_test.sh).
+docker-test: setup
+	bash $(ROOT)/tools/docker_test.sh
 
 clean:
 	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

@@ -10,6 +10,9 @@ robot over libfranka as ``/real`` (topics relative to the node's namespace):
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import os
 import sys
 import threading
 import time
@@ -29,6 +32,7 @@ from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
 from panda_sim2real.node_runner import run_node
+from panda_sim2real.preflight import MCL_CURRENT, MCL_FUTURE
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
 
@@ -37,6 +41,14 @@ LATENCY_WINDOW = 1000
 MAX_RATE = 1000.0              # Hz: the robot sends one state per 1 ms tick
 CONFIG_KEYS = ("stiffness", "damping", "max_delta_tau", "feedforward", "start_tolerance",
                "torque_thresholds", "force_thresholds")
+
+
+def lock_memory() -> None:
+    """mlockall(MCL_CURRENT | MCL_FUTURE): no page fault in the control loop (RobotError if refused)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
+        raise RobotError(f"~lock_memory: mlockall refused: {os.strerror(ctypes.get_errno())} "
+                         f"(needs CAP_IPC_LOCK and memlock unlimited; see docker/README.md)")
 
 
 def rate_param(name: str, default: float) -> float:
@@ -70,6 +82,8 @@ class FciBridgeNode:
         self.last_rejection = ""
         self.latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._next_joint = self._next_state = -np.inf
+        if rospy.get_param("~lock_memory", False):
+            lock_memory()
         self.bridge.connect(timeout=float(rospy.get_param("~connect_timeout", 20.0)))
         self.bridge.start()
         kernel = "a real-time" if self.bridge.realtime_kernel else "NOT a real-time"

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,13 +23,10 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from node_latency import free_port, stop_process  # noqa: E402 (the bench's master helpers)
+
 HOST = "127.0.0.73"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def untrained_model(folder: str) -> str:
@@ -93,15 +88,6 @@ def listen(seconds: float) -> dict:
             "publisher_latency_median_us": float(diagnostics.get("latency_median_us", "nan"))}
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
 def run(seconds: float, model: str, where: str) -> dict:
     port = free_port()
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
@@ -128,7 +114,7 @@ def run(seconds: float, model: str, where: str) -> dict:
             .strip().splitlines()[-1])
     finally:
         for proc in reversed(procs):
-            stop(proc)
+            stop_process(proc)
         log.close()
     figures["where"] = where
     figures["preflight_exit"] = preflight.returncode

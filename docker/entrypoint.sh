@@ -31,6 +31,9 @@ case $? in
   3) echo "entrypoint: the preflight failed: change the host as listed above, or set SIM2REAL_ALLOW_DEGRADED=1 to run degraded" >&2; exit 3 ;;
   *) echo "entrypoint: the preflight could not run" >&2; exit 2 ;;
 esac
-exec roslaunch /opt/sim2real/launch/robot_pc.launch robot:="$robot" robot_ip:="$ROBOT_IP" \
+# the stand-in (ROBOT=fci_standin) is already served above: the bridge reaches it as a robot
+label="real robot"
+[ "$robot" = fci_standin ] && label="reality stand-in over FCI"
+exec roslaunch /opt/sim2real/launch/robot_pc.launch robot:=fci robot_ip:="$ROBOT_IP" label:="$label" \
   model:="${MODEL:-}" bag:="${RECORD_BAG:-}" \
   realtime:="$([ "$robot" = fci ] && [ "${SIM2REAL_ALLOW_DEGRADED:-0}" != 1 ] && echo enforce || echo ignore)"

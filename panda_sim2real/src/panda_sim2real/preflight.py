@@ -31,6 +31,7 @@ from panda_sim2real.realtime_host import realtime_kernel
 OK, WARN, FAIL = "ok", "warn", "fail"
 CONTROL_PRIORITY = 80            # libfranka's control thread runs at the highest; 80 is customary
 SUCCESS_OK, SUCCESS_WARN = 0.999, 0.95
+SETTLE = 0.25                    # s: a new motion's first 100-tick window holds no command yet
 MCL_CURRENT, MCL_FUTURE = 1, 2
 
 
@@ -130,10 +131,11 @@ def robot_checks(connect: Callable[[], "object"], seconds: float) -> list[Check]
     checks = [Check("robot protocol", OK, f"{bridge.address} speaks the protocol of this "
                                            f"build ({client_version()})")]
     try:
-        rates, deadline = [], time.monotonic() + seconds
+        rates, settled = [], time.monotonic() + SETTLE
+        deadline = settled + seconds
         while time.monotonic() < deadline:
             sample = bridge.next_sample(timeout=0.1)
-            if sample is not None:
+            if sample is not None and time.monotonic() >= settled:
                 rates.append(sample.success_rate)
         error = bridge.error
     finally:

@@ -194,24 +194,30 @@ def run_case(env: dict, states: str, n: int, rate: float, model: Optional[str],
     return result
 
 
-def bench_node_latency(seconds: float = 60.0, rate: float = 1000.0,
-                       model: Optional[str] = None) -> dict:
+def untrained_model(path: str, rate: float = 1000.0,
+                    label: str = "bench (untrained weights)") -> str:
+    """A realtime Realeasy model file of the size make demo/study train, untrained weights (the
+    timing does not depend on the weights, only on the sizes); returns ``path``."""
     from panda_sim2real.limits import JointLimits
+    from panda_sim2real.normalisation import JointLimitScaler
     from realeasy_ros.model import ModelSpec, build_network
     from realeasy_ros.model_file import RealeasyModel
-    from panda_sim2real.normalisation import JointLimitScaler
 
+    limits = JointLimits.from_yaml()
+    spec = ModelSpec(hidden_size=MODEL_HIDDEN)
+    RealeasyModel(build_network(spec), spec, JointLimitScaler.from_limits(limits),
+                  limits.joint_names, rate, 20, {"label": label}).save(path)
+    return path
+
+
+def bench_node_latency(seconds: float = 60.0, rate: float = 1000.0,
+                       model: Optional[str] = None) -> dict:
     folder = tempfile.mkdtemp(prefix="realeasy_latency_")
     states = os.path.join(folder, "states.npy")
     n = record_states(states, seconds, int(rate))
     model_note = model
-    if model is None:   # the timing does not depend on the weights, only on the sizes
-        limits = JointLimits.from_yaml()
-        spec = ModelSpec(hidden_size=MODEL_HIDDEN)
-        model = os.path.join(folder, "untrained.pt")
-        RealeasyModel(build_network(spec), spec, JointLimitScaler.from_limits(limits),
-                      limits.joint_names, rate, 20, {"label": "bench (untrained weights)"}
-                      ).save(model)
+    if model is None:
+        model = untrained_model(os.path.join(folder, "untrained.pt"), rate)
         model_note = (f"realtime model of the size make demo/study train (hidden {MODEL_HIDDEN}, "
                       f"2 layers), untrained weights")
     port = free_port()

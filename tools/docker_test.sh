@@ -75,10 +75,10 @@ set +u                     # catkin's profile scripts read unset variables
 source "$root/env.sh" > /dev/null
 set -u
 python - "$work/models/untrained.pt" <<'PY'
-import sys, os
-sys.path.insert(0, os.path.join(os.environ["SIM2REAL_ROOT"], "tools"))
-from robot_pc_smoke import untrained_model
-os.replace(untrained_model(os.path.dirname(sys.argv[1])), sys.argv[1])
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["SIM2REAL_ROOT"], "bench"))
+from node_latency import untrained_model
+untrained_model(sys.argv[1], label="smoke test (untrained weights)")
 PY
 echo "docker-test: smoke test in the container (${seconds} s)"
 "${run[@]}" --volume "$work/models:/models:ro" --volume "$work/out:/out" --entrypoint bash "$image" \

@@ -24,25 +24,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from node_latency import free_port, stop_process  # noqa: E402 (the bench's master helpers)
+from node_latency import free_port, stop_process, untrained_model  # noqa: E402 (the bench's)
 
 HOST = "127.0.0.73"
-
-
-def untrained_model(folder: str) -> str:
-    """A realtime Realeasy model of the size make demo trains (the timing does not depend on the
-    weights)."""
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.normalisation import JointLimitScaler
-    from realeasy_ros.model import ModelSpec, build_network
-    from realeasy_ros.model_file import RealeasyModel
-
-    limits = JointLimits.from_yaml()
-    spec = ModelSpec(hidden_size=64)
-    path = os.path.join(folder, "untrained.pt")
-    RealeasyModel(build_network(spec), spec, JointLimitScaler.from_limits(limits),
-                  limits.joint_names, 1000.0, 20, {"label": "smoke test (untrained weights)"}).save(path)
-    return path
 
 
 def listen(seconds: float) -> dict:
@@ -155,7 +139,9 @@ def main() -> None:
         runs = [json.load(open(p)) for p in args.table]
         print(table(runs))
         return
-    model = args.model or untrained_model(tempfile.mkdtemp(prefix="robot_pc_model_"))
+    model = args.model or untrained_model(
+        os.path.join(tempfile.mkdtemp(prefix="robot_pc_model_"), "untrained.pt"),
+        label="smoke test (untrained weights)")
     figures = run(args.seconds, model, args.where)
     print(table([figures]))
     if args.json:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
-import yaml
+
+from panda_sim2real.yaml_files import read_yaml as read_yaml_file
 
 from kernel_manager_ros.errors import KernelError
 
@@ -290,16 +291,7 @@ class StateSpec:
 def read_yaml(path: Union[str, os.PathLike], what: str) -> Any:
     """``yaml.safe_load`` of a file (no code execution: python tags are refused);
     KernelError naming the file when it is missing, unreadable or not valid YAML."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise KernelError(f"{what} not found: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f)
-    except OSError as exc:
-        raise KernelError(f"cannot read {what} {path}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise KernelError(f"{what} {path} is not valid YAML: {exc}") from exc
+    return read_yaml_file(path, what, KernelError)
 
 
 def config_section(data: Any, known: Iterable[str], what: str) -> Mapping[str, Any]:

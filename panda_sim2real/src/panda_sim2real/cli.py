@@ -9,11 +9,12 @@ from typing import Any, Callable, NoReturn, Optional, Sequence
 from panda_sim2real.errors import Sim2RealError
 
 
-def run(main: Callable[[Optional[Sequence[str]]], int]) -> NoReturn:
-    """Call ``main(argv)``; a Sim2RealError or OSError becomes ``error: ...`` and exit code 2."""
+def run(main: Callable[[Optional[Sequence[str]]], int],
+        errors: tuple[type[Exception], ...] = (Sim2RealError,)) -> NoReturn:
+    """Call ``main(argv)``; one of ``errors`` or an OSError becomes ``error: ...`` and exit code 2."""
     try:
         code = main(None)
-    except (Sim2RealError, OSError) as exc:
+    except (*errors, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -21,9 +21,7 @@ import numpy as np
 
 from panda_sim2real.errors import TrajectoryRejected
 from panda_sim2real.limits import JointLimits
-from panda_sim2real.trajectory import PlannedTrajectory
-
-TOLERANCE = 1.001     # the same relative slack validate_trajectory allows on velocities
+from panda_sim2real.trajectory import LIMIT_TOLERANCE, PlannedTrajectory
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ def check_motion_limits(plan: PlannedTrajectory, limits: JointLimits) -> None:
                              ("acceleration", "rad/s^2", limits.acceleration),
                              ("jerk", "rad/s^3", limits.jerk)):
         value, t = ext[key]
-        over = value > bound * TOLERANCE
+        over = value > bound * LIMIT_TOLERANCE
         if np.any(over):
             j = int(np.flatnonzero(over)[0])
             raise TrajectoryRejected(f"t = {t[j]:.3f} s: {names[j]} {key} {value[j]:.3f} {unit} "

@@ -16,6 +16,8 @@ import numpy as np
 from panda_sim2real.errors import TrajectoryRejected
 from panda_sim2real.limits import JointLimits
 
+LIMIT_TOLERANCE = 1.001     # relative slack on velocity (and, for the interpolant, acc/jerk) limits
+
 
 @dataclass(frozen=True)
 class PlannedTrajectory:
@@ -100,7 +102,7 @@ def validate_trajectory(joint_names: Sequence[str], times: Sequence[float],
         raise TrajectoryRejected(
             f"point {k}: {expected[j]} = {pos[k, j]:.4f} rad is outside "
             f"[{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}]")
-    too_fast = np.abs(vel) > limits.velocity * 1.001
+    too_fast = np.abs(vel) > limits.velocity * LIMIT_TOLERANCE
     if np.any(too_fast):
         k, j = np.argwhere(too_fast)[0]
         raise TrajectoryRejected(

@@ -1,7 +1,10 @@
 """Training of the Realeasy networks (paper 000 §IV-A, §IV-D): windowing, the training loop on a
 small synthetic data set, and the ``train`` tool."""
 import dataclasses
+import importlib.machinery
+import importlib.util
 import json
+import os
 
 import numpy as np
 import pytest
@@ -15,14 +18,16 @@ from realeasy_ros.model_file import load_model
 from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.training import (TrainingConfig, WindowSampler, train_model, validation_loss,
                                    window_length)
-from realeasy_tools import run_script
+from realeasy_tools import SCRIPTS, run_script
 
 RATE = 100.0
 LABEL = "synthetic stand-in"
 TORQUE_OFFSET = np.array([5.0, 4.0, 3.0, 3.0, 1.0, 1.0, 1.0])   # N m, real minus sim
 DAMPING = 3.0                                                   # N m s/rad, real minus sim
+# small and quick, with the paper's loss (equal weights: the checks below recompute it unweighted),
+# input dropout and constant learning rate
 TINY = dict(hidden_size=12, epochs=12, batches_per_epoch=10, batch_size=8, learning_rate=1e-2,
-            patience=100)
+            patience=100, weighting="equal", dropout=0.1, lr_decay=None)
 
 torch.set_num_threads(1)   # small networks: threads only contend on the shared machine
 
@@ -132,11 +137,48 @@ def test_config_rejects_bad_values(change):
 
 def test_config_defaults_and_warmup():
     config = TrainingConfig()
-    assert (config.architecture, config.hidden_size, config.num_layers) == ("realtime", 21, 2)
+    assert (config.architecture, config.hidden_size, config.num_layers) == ("realtime", 64, 2)
     assert config.warmup_steps(100.0) == 20 and config.warmup_steps(1000.0) == 200
     assert TrainingConfig(architecture="precise").warmup_steps(100.0) == 0
     assert config.resolve_device().type in ("cpu", "cuda")
     torch.testing.assert_close(config.loss_weights(), torch.ones(21))
+
+
+# --- presets ------------------------------------------------------------------------------------
+
+TUNED_VALUES = dict(hidden_size=64, num_layers=2, dropout=0.0, weighting="gap", batch_size=32,
+                    batches_per_epoch=50, learning_rate=3e-3, lr_decay=0.5, lr_decay_patience=5,
+                    patience=30, epochs=400, window_fraction=0.8, position_weight=1.0,
+                    velocity_weight=1.0, torque_weight=1.0, warmup_seconds=0.2)
+PAPER_VALUES = dict(TUNED_VALUES, hidden_size=21, dropout=0.1, weighting="equal", batch_size=16,
+                    lr_decay=None, patience=15, epochs=200)
+
+
+def _values(config, names):
+    return {name: getattr(config, name) for name in names}
+
+
+def test_presets_tuned_is_the_default_and_paper_the_papers():
+    assert training.DEFAULT_PRESET == "tuned" and set(training.PRESETS) == {"tuned", "paper"}
+    assert training.PRESETS["tuned"] == TrainingConfig()
+    assert _values(TrainingConfig(), TUNED_VALUES) == TUNED_VALUES
+    assert _values(training.preset_config("paper"), PAPER_VALUES) == PAPER_VALUES
+    assert training.preset_overrides(training.PRESETS["paper"], "paper") == {}
+    changed = dataclasses.replace(training.PRESETS["paper"], epochs=3, architecture="precise",
+                                  seed=4)
+    assert training.preset_overrides(changed, "paper") == {"epochs": 3}   # seed etc.: no preset's
+    with pytest.raises(ConfigError) as info:
+        training.preset_config("fast")
+    assert str(info.value) == "preset must be one of tuned, paper, got 'fast'"
+
+
+def test_training_records_the_preset(dataset):
+    config = TrainingConfig(**dict(TINY, epochs=1, batches_per_epoch=1))
+    meta = train_model(dataset, config, preset_name="paper").metadata
+    assert meta["preset"] == "paper"
+    assert meta["preset_overrides"] == {"hidden_size": 12, "epochs": 1, "batches_per_epoch": 1,
+                                        "batch_size": 8, "learning_rate": 1e-2, "patience": 100}
+    assert train_model(dataset, config).metadata["preset"] is None   # a config made by hand
 
 
 def test_gap_weights_equalise_the_columns():
@@ -157,7 +199,7 @@ def test_gap_weights_equalise_the_columns():
 
 
 def test_gap_weighting_trains_and_is_recorded(dataset):
-    config = TrainingConfig(weighting="gap", **dict(TINY, epochs=3, batches_per_epoch=5))
+    config = TrainingConfig(**dict(TINY, weighting="gap", epochs=3, batches_per_epoch=5))
     result = train_model(dataset, config)
     meta = result.metadata
     assert meta["config"]["weighting"] == "gap"
@@ -287,6 +329,9 @@ def test_train_script_writes_a_loadable_model(data_files, tmp_path):
     assert [h["epoch"] for h in figures["history"]] == [0, 1, 2]
     assert figures["best_epoch"] == model.metadata["best_epoch"]
     assert figures["config"]["torque_weight"] == 2.0 and figures["data_label"] == LABEL
+    assert figures["preset"] == "tuned" and model.metadata["preset"] == "tuned"
+    assert figures["preset_overrides"] == {"epochs": 2, "batches_per_epoch": 3, "hidden_size": 8,
+                                           "batch_size": 4, "torque_weight": 2.0}
 
 
 @pytest.mark.parametrize("case, expected", [
@@ -300,3 +345,103 @@ def test_train_script_fails_with_one_line(case, expected, data_files, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
     assert not (tmp_path / "m.pt").exists()
+
+
+def _train_tool():
+    """The train script as a module (its parser without a subprocess)."""
+    loader = importlib.machinery.SourceFileLoader("train_tool", os.path.join(SCRIPTS, "train"))
+    spec = importlib.util.spec_from_loader("train_tool", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _parse(*options):
+    tool = _train_tool()
+    argv = ["--data", "d.npz", "--model", "realtime", "--out", "m.pt", *options]
+    return tool.build_parser(tool._chosen_preset(argv)).parse_args(argv)
+
+
+ARGS = {"hidden": "hidden_size", "layers": "num_layers", "dropout": "dropout",
+        "weighting": "weighting", "batch_size": "batch_size",
+        "batches_per_epoch": "batches_per_epoch", "lr": "learning_rate", "lr_decay": "lr_decay",
+        "patience": "patience", "epochs": "epochs", "warmup_seconds": "warmup_seconds"}
+
+
+@pytest.mark.parametrize("options, preset, values", [
+    ((), "tuned", TUNED_VALUES), (("--preset", "tuned"), "tuned", TUNED_VALUES),
+    (("--preset", "paper"), "paper", PAPER_VALUES), (("--preset=paper",), "paper", PAPER_VALUES),
+    (("--pres", "paper"), "paper", PAPER_VALUES)])
+def test_train_tool_defaults_come_from_the_preset(options, preset, values):
+    args = _parse(*options)
+    assert args.preset == preset
+    assert {field: getattr(args, arg) for arg, field in ARGS.items()} == \
+        {field: values[field] for field in ARGS.values()}
+    assert args.weights == (1.0, 1.0, 1.0)
+
+
+def test_train_tool_explicit_options_override_the_preset():
+    args = _parse("--hidden", "32", "--preset", "paper", "--lr-decay", "0.3", "--dropout", "0")
+    assert (args.preset, args.hidden, args.lr_decay, args.dropout) == ("paper", 32, 0.3, 0.0)
+    # the rest: the paper's
+    assert (args.weighting, args.batch_size, args.patience) == ("equal", 16, 15)
+    args = _parse("--lr-decay", "none", "--weighting", "equal", "--epochs", "7")
+    assert (args.lr_decay, args.weighting, args.epochs, args.hidden) == (None, "equal", 7, 64)
+
+
+def test_train_tool_help_shows_the_presets(capsys):
+    proc = run_script("train", "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "default tuned" in text and "(default 64)" in text
+    assert ("tuned (default): --hidden 64 --layers 2 --dropout 0 --weighting gap --weights 1,1,1 "
+            "--batch-size 32 --batches-per-epoch 50 --lr 0.003 --lr-decay 0.5 --patience 30 "
+            "--epochs 400") in text
+    assert ("paper: --hidden 21 --layers 2 --dropout 0.1 --weighting equal --weights 1,1,1 "
+            "--batch-size 16 --batches-per-epoch 50 --lr 0.003 --lr-decay none --patience 15 "
+            "--epochs 200") in text
+    with pytest.raises(SystemExit) as info:
+        _train_tool().main(["--preset", "paper", "--help"])
+    paper = " ".join(capsys.readouterr().out.split())
+    assert info.value.code == 0 and "(default 21)" in paper and "defaults shown: paper's" in paper
+
+
+def test_train_tool_unknown_preset_fails_with_one_line(data_files, tmp_path):
+    proc = run_script("train", "--data", data_files["good"], "--model", "realtime",
+                      "--out", str(tmp_path / "m.pt"), "--preset", "fast")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: argument --preset: invalid choice: "
+                                                   "'fast'"), lines
+    assert not (tmp_path / "m.pt").exists()
+
+
+@pytest.mark.parametrize("options, expected", [
+    (("--preset",), "argument --preset: expected one argument"),
+    (("--p", "paper"), "ambiguous option: --p could match --preset, --patience"),
+    (("--lr-decay", "slow"), "expected a factor or 'none'")])
+def test_train_tool_bad_options_give_one_line(options, expected, data_files, tmp_path):
+    with pytest.raises(ConfigError) as info:
+        _train_tool().main(["--data", data_files["good"], "--model", "realtime",
+                            "--out", str(tmp_path / "m.pt"), *options])
+    assert "\n" not in str(info.value) and expected in str(info.value)
+    assert not (tmp_path / "m.pt").exists()
+
+
+@pytest.mark.parametrize("preset", [None, "paper"])
+def test_train_tool_records_the_preset(preset, data_files, tmp_path, capsys):
+    out, js = str(tmp_path / "m.pt"), str(tmp_path / "m.json")
+    options = () if preset is None else ("--preset", preset)
+    assert _train_tool().main(["--data", data_files["good"], "--model", "realtime", "--out", out,
+                               "--epochs", "1", "--batches-per-epoch", "1", "--device", "cpu",
+                               "--json", js, *options]) == 0
+    name = preset or "tuned"
+    values = PAPER_VALUES if preset == "paper" else TUNED_VALUES
+    overrides = {"epochs": 1, "batches_per_epoch": 1}
+    assert f"preset: {name} with epochs 1, batches_per_epoch 1" in capsys.readouterr().out
+    figures = json.load(open(js))
+    assert figures["preset"] == name and figures["preset_overrides"] == overrides
+    assert _values(TrainingConfig(**figures["config"]), values) == dict(values, **overrides)
+    meta = load_model(out, architecture="realtime").metadata
+    assert meta["preset"] == name and meta["preset_overrides"] == overrides
+    assert meta["config"]["hidden_size"] == values["hidden_size"]

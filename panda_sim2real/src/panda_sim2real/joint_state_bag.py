@@ -82,6 +82,20 @@ class BagFile:
             for name, msg, _ in self._bag.read_messages(topics=topics):
                 yield name, msg
 
+    def raw_messages(self, topics: Iterable[str]) -> Iterator[tuple[str, Any, Any]]:
+        """(topic, serialised message, bag time) of ``topics`` in bag time order, for copying
+        into another bag with ``write(topic, raw, time, raw=True)``; :func:`decode` reads one."""
+        topics = list(topics)
+        if not topics:
+            return
+        with _rosbag_errors(self.path):
+            yield from self._bag.read_messages(topics=topics, raw=True)
+
+    def start_time(self) -> float:
+        """The bag time of its first message [s]."""
+        with _rosbag_errors(self.path):
+            return float(self._bag.get_start_time())
+
     def close(self) -> None:
         self._bag.close()
 
@@ -90,6 +104,11 @@ class BagFile:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def decode(raw: Any) -> Any:
+    """The message of a serialised (raw) bag entry."""
+    return raw[4]().deserialize(raw[1])
 
 
 @dataclass(frozen=True)

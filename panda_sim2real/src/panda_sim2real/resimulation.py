@@ -1,0 +1,155 @@
+"""Re-simulation of a recorded pair bag with another simulator configuration.
+
+The simulator (e.g. with a URDF identified by diffnea_ros, paper 002) executes the bag's own
+commands at their recorded times, from the recorded start pose, and its joint states replace the
+bag's ``/sim`` side; everything the robot recorded (``/real``, the pair events, the label) is
+copied unchanged. A bag recorded on a real robot through ``fci_bridge`` and ``pair_runner`` thus
+gets new sim/real pairs without moving the robot again, with the same trajectories and the same
+time parametrisation (issue 17, step 3).
+
+One pass in bag time order: before each copied message the simulator runs up to its time and
+writes the states it publishes, so the output is written in time order. The simulator starts at
+rest at the first command's start pose at the bag's first stamp (the collector and the pair
+runner hold that pose before the first move) and receives every command when the original
+simulator did (the bag time of ``/sim/joint_trajectory_controller/command``; ``/real/...`` for a
+bag without it). Other ``/sim`` topics of the input (the old simulator's reference, its
+corrected states) would contradict the new states and are left out.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import rosbag
+
+from panda_sim2real.bag_layout import COMMAND, JOINT_STATES, REAL_NS, SIM_NS, topic
+from panda_sim2real.collection import load_robot
+from panda_sim2real.errors import BagError, Sim2RealError
+from panda_sim2real.joint_state_bag import BagFile, decode, unreadable_bag
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.robot_config import SIM_CONFIG_FILE
+from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
+
+SIM_STATES = topic(SIM_NS, JOINT_STATES)
+COMMAND_TOPICS = (topic(SIM_NS, COMMAND), topic(REAL_NS, COMMAND))
+
+
+@dataclass(frozen=True)
+class ResimulationRequest:
+    """What ``rosrun panda_sim2real resimulate`` asks for."""
+
+    bag: str
+    out: str
+    sim_config: str = SIM_CONFIG_FILE
+    seed: int = 0                    # as collect's --seed: shifts the simulator's noise seed
+    rate: Optional[float] = None     # publish rate [Hz]; None: the sim config's
+
+
+@dataclass(frozen=True)
+class ResimulationSummary:
+    bag: str
+    out: str
+    label: str                       # the simulator's label (its config's)
+    commands: int
+    copied_messages: int
+    sim_states: int
+    simulated_seconds: float
+    wall_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def command_topic(bag: BagFile) -> str:
+    """The command topic the simulator follows: the simulator's own, else the robot's."""
+    for name in COMMAND_TOPICS:
+        if name in bag.topics:
+            return name
+    raise BagError(f"bag {bag.path} has no trajectory commands ({' or '.join(COMMAND_TOPICS)}); "
+                   f"it is not a pair bag")
+
+
+def _first_command(bag: BagFile, commands: str, limits: JointLimits) -> tuple[float, Any]:
+    """(bag start time [s], the first command) of ``bag``."""
+    first = next(bag.messages([commands]), None)
+    if first is None:
+        raise BagError(f"bag {bag.path}: {commands} holds no message")
+    try:
+        return bag.start_time(), trajectory_from_msg(first[1], limits)
+    except Sim2RealError as exc:
+        raise BagError(f"bag {bag.path}: the first command on {commands} is invalid: "
+                       f"{exc}") from exc
+
+
+def resimulate(request: ResimulationRequest, limits: Optional[JointLimits] = None,
+               progress: Optional[Callable[[int], None]] = None) -> ResimulationSummary:
+    """Write ``request.out``: ``request.bag`` with its simulator side re-simulated (module
+    docstring). BagError for a missing, corrupt or non-pair bag or an invalid command in it;
+    ConfigError for an unusable simulator configuration; the output is then not left behind."""
+    limits = limits or JointLimits.from_yaml()
+    sim = load_robot(request.sim_config, limits, request.seed, request.rate)
+    wall = time.perf_counter()
+    out: Optional[rosbag.Bag] = None
+    copied = states = n_commands = 0
+    try:
+        with BagFile(request.bag) as bag:
+            commands = command_topic(bag)
+            if topic(REAL_NS, JOINT_STATES) not in bag.topics:
+                raise BagError(f"bag {request.bag} has no {topic(REAL_NS, JOINT_STATES)}: "
+                               f"nothing to pair the simulation with")
+            t0, first = _first_command(bag, commands, limits)
+            sim.reset(first.positions[0], t=t0)
+            keep = [name for name in bag.topics if not name.startswith(SIM_NS + "/")
+                    or name in COMMAND_TOPICS]
+            out = rosbag.Bag(request.out, "w")
+            names = list(limits.joint_names)
+            for name, msg, stamp in bag.raw_messages(keep):
+                t = stamp.to_sec()
+                while sim.t < t - 0.5 * sim.dt:
+                    sim.step()
+                    if sim.publish_due:
+                        out.write(SIM_STATES, joint_state_msg(sim.measure(), names),
+                                  to_time(sim.t))
+                        states += 1
+                if name == commands:
+                    try:
+                        plan = trajectory_from_msg(decode(msg), limits)
+                    except Sim2RealError as exc:
+                        raise BagError(f"bag {request.bag}: a command on {commands} at "
+                                       f"{t:.3f} s is invalid: {exc}") from exc
+                    sim.command(plan)
+                    n_commands += 1
+                out.write(name, msg, stamp, raw=True)
+                copied += 1
+                if progress is not None:
+                    progress(1)
+            simulated = sim.t - t0
+        out.close()
+        out = None
+    except BaseException:
+        if out is not None:
+            out.close()
+            _remove(request.out)
+        raise
+    finally:
+        sim.close()
+    return ResimulationSummary(request.bag, request.out, sim.label, n_commands, copied, states,
+                               simulated, time.perf_counter() - wall)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def message_count(path: str) -> int:
+    """The number of messages of a bag (for a progress bar); BagError if unreadable."""
+    try:
+        with rosbag.Bag(path, "r") as bag:
+            return int(bag.get_message_count())
+    except Exception as exc:   # rosbag raises many types for a bad file
+        raise unreadable_bag(path, exc) from exc

@@ -183,12 +183,16 @@ def build_dataset(recording: PairRecording, limits: JointLimits, seed: int = 0,
                   progress: Optional[Progress] = None) -> Dataset:
     """Align, normalise and split the pairs of a recording (paper 000 §IV-B, §V).
 
-    Only kinds single/multi/cartesian enter the data set; pairs that cannot be aligned are
-    skipped and counted (``skipped_pairs``). Raises BagError if no pair can be aligned.
+    Only kinds single/multi/cartesian enter the data set (others, e.g. the work cycle's 'task'
+    repeats, are left out); pairs that cannot be aligned are skipped and counted
+    (``skipped_pairs``). Raises BagError if there is no such pair or none can be aligned.
     """
     if tuple(limits.joint_names) != tuple(recording.joint_names):
         raise BagError(f"bag {recording.path} was read for joints {recording.joint_names}, "
                        f"the limits are for {limits.joint_names}")
+    if not any(p.kind in DATA_KINDS for p in recording.pairs):
+        raise BagError(f"bag {recording.path} has no pair of the data-set kinds "
+                       f"{list(DATA_KINDS)}; its pairs are {recording.kinds()}")
     result = align_all(recording.pairs, rate=rate, pre=pre, kinds=DATA_KINDS, progress=progress)
     if not result.aligned:
         raise BagError(f"bag {recording.path}: none of its {len(result.skipped)} data-set "

@@ -254,10 +254,12 @@ def histories(trajectories: Sequence[PandaTrajectory], layout: PandaLayout, step
 @dataclass
 class Replay:
     """The simulator's run of one held-out trajectory: step times, reported states (what the
-    sensors, or the manager's ``_kernel`` topics, report) and what the manager did."""
+    sensors, or the manager's ``_kernel`` topics, report), the measured joint torques and what
+    the manager did."""
 
     times: np.ndarray
     states: np.ndarray
+    efforts: Optional[np.ndarray] = None
     motor: int = 0
     sensor: int = 0
     refused: int = 0        # motor kernels whose f_k(s, a) set_state refused (joint limits)
@@ -278,10 +280,13 @@ def replay(robot: Any, trajectory: PandaTrajectory, layout: PandaLayout, step: f
 
     def measured() -> np.ndarray:
         m = robot.measure()
+        out.efforts[k] = m.effort
         return layout.states(m.position, m.velocity, m.effort)[0]
 
+    out = Replay(times=times, states=np.empty((times.size, len(layout.state_columns))),
+                 efforts=np.empty((times.size, layout.dof)))
+    k = 0
     s = measured()
-    out = Replay(times=times, states=np.empty((times.size, s.size)))
     out.states[0] = s
     for k in range(1, times.size):
         q_ref, _ = robot.reference()

@@ -1,0 +1,1 @@
+"""The sim-to-real pipeline: identify -> Realeasy on top -> kernels, evaluated stage by stage."""

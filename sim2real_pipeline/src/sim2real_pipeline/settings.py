@@ -1,0 +1,120 @@
+"""The pipeline's settings: config/pipeline.yaml, overridden by the tool's options."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import yaml
+
+from sim2real_pipeline.errors import PipelineError
+
+CONFIG_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
+                           "pipeline.yaml")
+
+
+def default_reality_config() -> str:
+    from panda_sim2real.robot_config import REALITY_CONFIG_FILE
+    return REALITY_CONFIG_FILE
+
+
+@dataclass(frozen=True)
+class KernelSettings:
+    """paper 001 Algorithm 1 settings (kernel_manager_ros GenerationConfig) and the replay."""
+
+    step: float = 0.01
+    settle: float = 2.0
+    rollouts: int = 2000
+    max_rollout_length: int = 300
+    sigma: float = 0.008
+    epsilon_p: float = 0.2
+    fit_length: int = 3
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    out: str
+    reality_config: str = field(default_factory=default_reality_config)
+    trajectories: int = 200
+    task_repeats: int = 60
+    seed: int = 0
+    pairs_bag: Optional[str] = None       # recorded pairs (e.g. through fci_bridge): no collect
+    tasks_bag: Optional[str] = None       # recorded task repeats
+    parametrisation: str = "cov"
+    identify_epochs: int = 60
+    identify_friction: bool = True
+    identified_physics_rate: float = 4000.0
+    train_minutes: float = 6.0
+    task_train: float = 0.6
+    task_validation: float = 0.2
+    kernels: KernelSettings = KernelSettings()
+    quiet: bool = False
+
+    def check(self) -> None:
+        """PipelineError('settings', ...) for values no stage could use."""
+        def bad(why: str) -> PipelineError:
+            return PipelineError("settings", why)
+        if self.pairs_bag is None and self.trajectories < 10:
+            raise bad(f"trajectories must be at least 10 (training, validation and test "
+                      f"trajectories), got {self.trajectories}")
+        if self.tasks_bag is None and self.task_repeats < 5:
+            raise bad(f"task_repeats must be at least 5, got {self.task_repeats}")
+        if not (0.0 < self.task_train < 1.0 and 0.0 < self.task_validation < 1.0
+                and self.task_train + self.task_validation < 1.0):
+            raise bad("task_split train and validation must be in (0, 1) with a sum below 1")
+        for name in ("train_minutes", "identified_physics_rate"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise bad(f"{name} must be a positive number, got {value}")
+        if self.identify_epochs < 1:
+            raise bad(f"identify epochs must be at least 1, got {self.identify_epochs}")
+        k = self.kernels
+        if not (k.step > 0.0 and k.settle >= 0.0 and k.rollouts >= 1 and k.sigma > 0.0):
+            raise bad(f"kernel settings out of range: {k}")
+        for name in ("pairs_bag", "tasks_bag", "reality_config"):
+            path = getattr(self, name)
+            if path is not None and not os.path.isfile(path):
+                raise bad(f"{name.replace('_', ' ')} not found: {path}")
+
+    @property
+    def recorded(self) -> bool:
+        """True when the pairs come from the user's bags rather than from collect."""
+        return self.pairs_bag is not None
+
+
+_DEFAULT_KERNELS = dataclasses.asdict(KernelSettings())
+
+
+def load_settings(path: Optional[str], **overrides: Any) -> PipelineSettings:
+    """Settings from ``path`` (default config/pipeline.yaml) with ``overrides`` (None values are
+    ignored). PipelineError('settings', ...) for a missing, unreadable or malformed file."""
+    path = path or CONFIG_FILE
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PipelineError("settings", f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise PipelineError("settings", f"{path} is not a mapping")
+    try:
+        values: dict[str, Any] = {
+            "trajectories": int(raw["collect"]["trajectories"]),
+            "task_repeats": int(raw["collect"]["task_repeats"]),
+            "parametrisation": str(raw["identify"]["parametrisation"]),
+            "identify_epochs": int(raw["identify"]["epochs"]),
+            "identify_friction": bool(raw["identify"]["friction"]),
+            "identified_physics_rate": float(raw["identify"]["physics_rate"]),
+            "train_minutes": float(raw["realeasy"]["max_minutes"]),
+            "task_train": float(raw["task_split"]["train"]),
+            "task_validation": float(raw["task_split"]["validation"]),
+            "kernels": KernelSettings(**{name: type(default)(raw["kernels"][name])
+                                         for name, default in _DEFAULT_KERNELS.items()}),
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PipelineError("settings", f"{path}: missing or malformed key {exc}") from exc
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    settings = PipelineSettings(**values)
+    settings.check()
+    return settings

@@ -1,0 +1,295 @@
+"""The pipeline's stages, in order (issue 17): each reads what earlier stages wrote into the work
+directory and writes its own files; the packages' tools do the work, as a user runs them.
+
+  collect     random pairs and work-cycle repeats, simulator vs robot     panda_sim2real collect
+  split       the random pairs' data set: alignment and the split         panda_sim2real dataset
+  identify    the robot's inertials and damping from its training stream  diffnea_ros identify
+  resimulate  the same commands in the identified simulator               panda_sim2real resimulate
+  realeasy    the realtime residual network on identified-sim/real pairs  realeasy_ros train
+  kernels     state-space kernels from identified-sim vs robot histories  kernel_manager_ros
+              of the training task repeats (paper 001 Algorithm 1)
+  evaluate    every stage on validation (acceptance gate) and test data
+  report      OUT/pipeline.json, OUT/report.md, plots
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import yaml
+
+from sim2real_pipeline.errors import PipelineError
+from sim2real_pipeline.settings import PipelineSettings
+from sim2real_pipeline.splits import TRAIN, VALIDATION, TEST, HELD_OUT, by_split, task_split
+from sim2real_pipeline.tools import command_line, run_tool
+from sim2real_pipeline.workdir import StageRecord, WorkDir
+
+QUIET_TOOLS = ("collect", "resimulate", "identify")   # the tools with --quiet (no progress bar)
+
+
+@dataclass
+class Context:
+    settings: PipelineSettings
+    work: WorkDir
+    records: dict[str, StageRecord] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+
+    def output(self, stage: str, name: str) -> str:
+        return self.records[stage].outputs[name]
+
+    def figures(self, stage: str) -> dict[str, Any]:
+        return self.records[stage].figures
+
+    def tool(self, stage: str, package: str, name: str, *args: Any) -> None:
+        argv = ["rosrun", package, name, *(str(a) for a in args)]
+        if self.settings.quiet and name in QUIET_TOOLS:
+            argv.append("--quiet")
+        self.commands.setdefault(stage, []).append(command_line(argv))
+        run_tool(stage, argv, quiet=self.settings.quiet)
+
+
+def _read_json(path: str, stage: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise PipelineError(stage, f"cannot read {path}: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------------------------
+
+def collect(ctx: Context) -> StageRecord:
+    s, w = ctx.settings, ctx.work
+    if s.recorded:
+        if s.tasks_bag is None:
+            raise PipelineError("collect", "recorded pairs need a recorded task set too "
+                                           "(--tasks-bag)")
+        return StageRecord("collect", "", {"pairs": os.path.abspath(s.pairs_bag),
+                                           "tasks": os.path.abspath(s.tasks_bag)},
+                           {"recorded": True})
+    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.robot_config import RobotConfig
+    try:
+        label = RobotConfig.from_yaml(s.reality_config).label
+    except Sim2RealError as exc:
+        raise PipelineError("collect", exc) from exc
+    pairs, tasks = w.path("pairs.bag"), w.path("tasks.bag")
+    ctx.tool("collect", "panda_sim2real", "collect", "--trajectories", s.trajectories,
+             "--seed", s.seed, "--reality-config", s.reality_config, "--out", pairs,
+             "--json", w.path("collect_pairs.json"))
+    ctx.tool("collect", "panda_sim2real", "collect", "--task-repeats", s.task_repeats,
+             "--seed", s.seed + 1, "--reality-config", s.reality_config, "--out", tasks,
+             "--json", w.path("collect_tasks.json"))
+    return StageRecord("collect", "", {"pairs": pairs, "tasks": tasks},
+                       {"label": label,
+                        "pairs": _read_json(w.path("collect_pairs.json"), "collect"),
+                        "tasks": _read_json(w.path("collect_tasks.json"), "collect")})
+
+
+def split(ctx: Context) -> StageRecord:
+    from panda_sim2real.dataset import Dataset
+    out = ctx.work.path("dataset_simulation.npz")
+    ctx.tool("split", "panda_sim2real", "dataset", "--bag", ctx.output("collect", "pairs"),
+             "--seed", ctx.settings.seed, "--out", out,
+             "--json", ctx.work.path("dataset_simulation.json"))
+    data = Dataset.load(out)
+    ids = {split: [int(t) for t, s in zip(data.trajectory_ids, data.split) if s == split]
+           for split in sorted(set(data.split))}
+    return StageRecord("split", "", {"dataset": out}, {"label": data.label, "ids": ids})
+
+
+def identify(ctx: Context) -> StageRecord:
+    from panda_sim2real.urdf_model import nominal_urdf_path
+    from sim2real_pipeline.identification_data import write_identification_data
+    s, w = ctx.settings, ctx.work
+    data = w.path("identification_data.npz")
+    figures = {"data": write_identification_data(ctx.output("collect", "pairs"),
+                                                 ctx.figures("split")["ids"][TRAIN], data)}
+    urdf, report = w.path("identified.urdf"), w.path("identify.json")
+    ctx.tool("identify", "diffnea_ros", "identify", "--data", data, "--urdf",
+             nominal_urdf_path(), "--param", s.parametrisation, "--epochs", s.identify_epochs,
+             "--seed", s.seed, *(["--friction"] if s.identify_friction else []), "--out", urdf,
+             "--json", report)
+    result = _read_json(report, "identify")
+    if result.get("diverged"):
+        raise PipelineError("identify", "the identification diverged (its loss became NaN/Inf); "
+                                        "try fewer epochs or another --param")
+    if not result.get("consistent"):
+        bad = [link["name"] for link in result.get("consistency", {}).get("links", [])
+               if not link.get("ok", False)]
+        raise PipelineError("identify", f"the identified bodies are not physically consistent "
+                                        f"({', '.join(bad) or 'see ' + report})")
+    figures.update({k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after",
+                                           "damping", "friction", "epochs", "seconds",
+                                           "samples")})
+    friction = result.get("friction") or {}
+    sim_config = w.path("identified_sim.yaml")
+    write_identified_config(urdf, s.identified_physics_rate,
+                            [friction[n] for n in result["joint_names"]] if friction else None,
+                            sim_config)
+    return StageRecord("identify", "", {"urdf": urdf, "sim_config": sim_config, "data": data},
+                       figures)
+
+
+def write_identified_config(urdf: str, physics_rate: float,
+                            friction: Optional[list[list[float]]], out: str) -> None:
+    """The simulator's configuration (panda_sim2real config/sim/panda_sim.yaml) with the
+    identified URDF (inertials, viscous damping), the identified sigmoid joint friction (phi1,
+    phi2, phi3 per joint in the joint order; the simulator applies it like the robot's, Gaz et
+    al.'s model) and the physics rate it runs at; everything else as shipped."""
+    from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+    with open(SIM_CONFIG_FILE, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    raw.update(urdf=os.path.abspath(urdf), physics_rate=float(physics_rate),
+               label="simulation (identified)")
+    if friction:
+        raw["friction"] = {name: [float(phi[k]) for phi in friction]
+                           for k, name in enumerate(("phi1", "phi2", "phi3"))}
+    text = ("# The simulator with the URDF identified by diffnea_ros (written by the pipeline;\n"
+            "# panda_sim2real config/sim/panda_sim.yaml otherwise).\n"
+            + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None))
+    tmp = f"{out}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    try:
+        RobotConfig.from_yaml(tmp)      # refuse what the simulator would refuse
+    except Exception:
+        os.remove(tmp)
+        raise
+    os.replace(tmp, out)
+
+
+def resimulate(ctx: Context) -> StageRecord:
+    s, w = ctx.settings, ctx.work
+    config = ctx.output("identify", "sim_config")
+    outputs = {}
+    for name in ("pairs", "tasks"):
+        outputs[name] = w.path(f"{name}_identified.bag")
+        ctx.tool("resimulate", "panda_sim2real", "resimulate", "--bag",
+                 ctx.output("collect", name), "--sim-config", config, "--seed", s.seed,
+                 "--out", outputs[name], "--json", w.path(f"resimulate_{name}.json"))
+    outputs["dataset"] = w.path("dataset_identified.npz")
+    ctx.tool("resimulate", "panda_sim2real", "dataset", "--bag", outputs["pairs"], "--seed",
+             s.seed, "--out", outputs["dataset"], "--json", w.path("dataset_identified.json"))
+    return StageRecord("resimulate", "", outputs,
+                       {name: _read_json(w.path(f"resimulate_{name}.json"), "resimulate")
+                        for name in ("pairs", "tasks")})
+
+
+def realeasy(ctx: Context) -> StageRecord:
+    s, w = ctx.settings, ctx.work
+    model, report = w.path("realeasy.pt"), w.path("train_realeasy.json")
+    ctx.tool("realeasy", "realeasy_ros", "train", "--data", ctx.output("resimulate", "dataset"),
+             "--model", "realtime", "--out", model, "--seed", s.seed, "--max-minutes",
+             s.train_minutes, "--json", report)
+    return StageRecord("realeasy", "", {"model": model}, _read_json(report, "realeasy"))
+
+
+def kernels(ctx: Context) -> StageRecord:
+    """paper 001 Algorithm 1 on the training task repeats: H_sim from the identified simulator,
+    H_phy from the robot (kernel_manager_ros.panda)."""
+    from kernel_manager_ros.errors import KernelError
+    from kernel_manager_ros.generation import GenerationConfig, generate_kernels
+    from kernel_manager_ros.kernel_file import save_kernels
+    from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, histories,
+                                          read_pair_trajectories)
+    from kernel_manager_ros.state_spec import StateSpec
+    from panda_sim2real.limits import JointLimits
+
+    s, k = ctx.settings, ctx.settings.kernels
+    try:
+        spec = StateSpec.from_yaml(PANDA_TOPICS)
+        limits = JointLimits.from_yaml()
+        layout = PandaLayout.from_spec(spec, limits.dof)
+        trajectories, label = read_pair_trajectories(ctx.output("resimulate", "tasks"), spec,
+                                                     limits)
+        splits = task_split([t.trajectory_id for t in trajectories], s.task_train,
+                            s.task_validation)
+        train = [t for t in trajectories if splits[t.trajectory_id] == TRAIN]
+        h_sim, h_phy = histories(train, layout, k.step)
+        config = GenerationConfig(rollouts=k.rollouts, max_rollout_length=k.max_rollout_length,
+                                  sigma=k.sigma, epsilon_p=k.epsilon_p, fit_length=k.fit_length,
+                                  seed=s.seed)
+        kernel_set, report = generate_kernels(h_sim, h_phy, spec, config, not s.quiet)
+    except KernelError as exc:
+        raise PipelineError("kernels", exc) from exc
+    kernel_set.metadata.update(bag=ctx.output("resimulate", "tasks"), step=k.step,
+                               train_trajectories=[t.trajectory_id for t in train],
+                               label=f"kernels from the identified simulation vs {label}")
+    path = ctx.work.path("kernels.yaml")
+    save_kernels(path, kernel_set)
+    ctx.commands.setdefault("kernels", []).append(
+        "kernel_manager_ros.panda: histories of the training task repeats -> "
+        "generation.generate_kernels -> kernel_file.save_kernels")
+    return StageRecord("kernels", "", {"kernels": path},
+                       {"counts": kernel_set.counts(), "total": len(kernel_set),
+                        "splits": {str(i): v for i, v in splits.items()},
+                        "history": {"sim_transitions": len(h_sim),
+                                    "phy_transitions": len(h_phy)},
+                        "generation": {key: v for key, v in report.to_dict().items()
+                                       if key != "seconds"}})
+
+
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Context], StageRecord]
+    upstream: tuple[str, ...]
+    settings: Callable[[PipelineSettings], dict[str, Any]]
+    description: str
+
+
+def _collect_settings(s: PipelineSettings) -> dict[str, Any]:
+    if s.recorded:
+        return {"pairs_bag": os.path.abspath(s.pairs_bag), "tasks_bag": s.tasks_bag,
+                "mtime": [os.path.getmtime(p) for p in (s.pairs_bag, s.tasks_bag or s.pairs_bag)]}
+    with open(s.reality_config, "rb") as f:
+        reality = f.read().decode(errors="replace")
+    return {"trajectories": s.trajectories, "task_repeats": s.task_repeats, "seed": s.seed,
+            "reality_config": reality}
+
+
+def stage_list() -> tuple[Stage, ...]:
+    from sim2real_pipeline import evaluate as ev
+    return (
+        Stage("collect", collect, (), _collect_settings,
+              "random pairs and work-cycle repeats, simulator vs robot"),
+        Stage("split", split, ("collect",), lambda s: {"seed": s.seed},
+              "the random pairs' data set and its split"),
+        Stage("identify", identify, ("split",),
+              lambda s: {"param": s.parametrisation, "epochs": s.identify_epochs, "seed": s.seed,
+                         "friction": s.identify_friction,
+                         "physics_rate": s.identified_physics_rate},
+              "diffnea_ros: the robot's inertials, damping and friction"),
+        Stage("resimulate", resimulate, ("identify",), lambda s: {"seed": s.seed},
+              "the same commands in the identified simulator"),
+        Stage("realeasy", realeasy, ("resimulate",),
+              lambda s: {"minutes": s.train_minutes, "seed": s.seed},
+              "Realeasy on the identified-sim/real pairs"),
+        Stage("kernels", kernels, ("resimulate",),
+              lambda s: {"kernels": dataclasses.asdict(s.kernels), "seed": s.seed,
+                         "split": [s.task_train, s.task_validation]},
+              "state-space kernels on the training task repeats"),
+        Stage("evaluate", ev.evaluate, ("realeasy", "kernels"),
+              lambda s: {"split": [s.task_train, s.task_validation],
+                         "step": s.kernels.step, "settle": s.kernels.settle},
+              "every stage on validation and test data, acceptance gate"),
+        Stage("report", ev.report, ("evaluate",), lambda s: {"out": os.path.abspath(s.out)},
+              "pipeline.json, report.md and plots"),
+    )
+
+
+def held_out_ids(ctx: Context) -> dict[str, list[int]]:
+    ids = ctx.figures("split")["ids"]
+    return {VALIDATION: sorted(ids.get(VALIDATION, [])),
+            TEST: sorted(i for name in HELD_OUT for i in ids.get(name, []))}
+
+
+def task_ids(ctx: Context, split_name: str) -> list[int]:
+    splits = {int(i): v for i, v in ctx.figures("kernels")["splits"].items()}
+    return by_split(splits, (split_name,))

@@ -1,0 +1,159 @@
+"""The pipeline's parts without running the chain: the work directory and resuming, the gate,
+the settings, running a tool, the identified simulator's configuration."""
+import os
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from sim2real_pipeline.errors import PipelineError
+from sim2real_pipeline.evaluation import KEYS, normalised_score, ratios
+from sim2real_pipeline.gate import decide_chain
+from sim2real_pipeline.runner import run_pipeline
+from sim2real_pipeline.settings import CONFIG_FILE, load_settings
+from sim2real_pipeline.splits import task_split
+from sim2real_pipeline.stages import Stage, write_identified_config
+from sim2real_pipeline.tools import run_tool
+from sim2real_pipeline.workdir import StageRecord, WorkDir, fingerprint
+
+
+def errors(position, velocity, torque, dof=7):
+    return {"position_mse": [position] * dof, "velocity_mse": [velocity] * dof,
+            "torque_mse": [torque] * dof}
+
+
+# ------------------------------------------------------------------------------ work directory
+
+def test_a_record_is_kept_only_with_the_same_fingerprint_and_its_files(tmp_path):
+    work = WorkDir(str(tmp_path))
+    out = work.path("a.txt")
+    open(out, "w").close()
+    print_ = fingerprint({"n": 1}, {})
+    work.save(StageRecord("a", print_, {"file": out}, {"x": 1}))
+    assert work.completed("a", print_).figures == {"x": 1}
+    assert work.completed("a", fingerprint({"n": 2}, {})) is None
+    assert fingerprint({"n": 1}, {"up": "1"}) != print_
+    os.remove(out)
+    assert work.completed("a", print_) is None
+    (tmp_path / "stages" / "b.json").write_text("{ not json")
+    assert work.completed("b", print_) is None
+
+
+def _stages(log, fail_at=None):
+    def make(name):
+        def run(ctx):
+            log.append(name)
+            if name == fail_at:
+                raise ValueError(f"{name} broke")
+            path = ctx.work.path(f"{name}.out")
+            with open(path, "w") as f:
+                f.write(name)
+            return StageRecord(name, "", {"out": path}, {"n": len(log)})
+        return run
+    return (Stage("one", make("one"), (), lambda s: {"seed": s.seed}, "first"),
+            Stage("two", make("two"), ("one",), lambda s: {}, "second"),
+            Stage("three", make("three"), ("two",), lambda s: {"t": s.trajectories}, "third"))
+
+
+def test_a_failed_stage_is_named_earlier_ones_are_kept_and_the_next_run_resumes(tmp_path):
+    settings = load_settings(None, out=str(tmp_path / "out"))
+    log = []
+    with pytest.raises(PipelineError, match="stage two: ValueError: two broke") as info:
+        run_pipeline(settings, str(tmp_path / "w"), _stages(log, fail_at="two"), say=lambda s: None)
+    assert info.value.stage == "two" and log == ["one", "two"]
+    log.clear()
+    ctx = run_pipeline(settings, str(tmp_path / "w"), _stages(log), say=lambda s: None)
+    assert log == ["two", "three"] and set(ctx.records) == {"one", "two", "three"}
+    log.clear()
+    run_pipeline(settings, str(tmp_path / "w"), _stages(log), say=lambda s: None)
+    assert log == []
+    # a changed setting redoes its stage and everything after it
+    more = load_settings(None, out=str(tmp_path / "out"), trajectories=settings.trajectories + 1)
+    run_pipeline(more, str(tmp_path / "w"), _stages(log), say=lambda s: None)
+    assert log == ["three"]
+    log.clear()
+    reseeded = load_settings(None, out=str(tmp_path / "out"), seed=7)
+    run_pipeline(reseeded, str(tmp_path / "w"), _stages(log), say=lambda s: None)
+    assert log == ["one", "two", "three"]
+
+
+# ------------------------------------------------------------------------------ gate
+
+def test_the_gate_adopts_a_stage_only_if_it_beats_the_adopted_one_before():
+    sim = errors(1.0, 1.0, 1.0)
+    validation = {"simulation": sim, "identified": errors(0.5, 0.5, 0.1),
+                  "identified+realeasy": errors(0.6, 0.6, 0.2)}
+    adopted, decisions = decide_chain(("identified", "identified+realeasy"), validation, sim,
+                                      "simulation")
+    assert adopted == "identified"
+    assert [d.adopted for d in decisions] == [True, False]
+    assert decisions[1].previous == "identified" and "does not beat" in decisions[1].reason
+    # halving the torques while doubling positions and velocities is refused
+    worse = {"simulation": sim, "identified": errors(2.0, 2.0, 0.5)}
+    assert decide_chain(("identified",), worse, sim, "simulation")[0] == "simulation"
+
+
+def test_scores_and_ratios():
+    sim = errors(1.0, 2.0, 4.0)
+    assert normalised_score(sim, sim) == pytest.approx(1.0)
+    assert normalised_score(errors(0.5, 1.0, 2.0), sim) == pytest.approx(0.5)
+    r = ratios(errors(0.5, 1.0, 0.4), sim)
+    assert set(r) == set(KEYS) and r["torque_mse"][0] == pytest.approx(10.0)
+
+
+def test_task_repeats_are_split_in_order():
+    splits = task_split(range(10), 0.6, 0.2)
+    assert [splits[i] for i in range(10)] == ["train"] * 6 + ["validation"] * 2 + ["test"] * 2
+    with pytest.raises(PipelineError, match="cannot be split"):
+        task_split(range(2), 0.6, 0.2)
+
+
+# ------------------------------------------------------------------------------ settings
+
+def test_settings_from_the_file_and_the_options(tmp_path):
+    s = load_settings(None, out="o", trajectories=30, seed=3)
+    assert s.trajectories == 30 and s.seed == 3 and s.task_repeats > 0
+    with pytest.raises(PipelineError, match="stage settings: trajectories must be at least 10"):
+        load_settings(None, out="o", trajectories=3)
+    with pytest.raises(PipelineError, match="reality config not found"):
+        load_settings(None, out="o", reality_config=str(tmp_path / "missing.yaml"))
+    broken = tmp_path / "p.yaml"
+    raw = yaml.safe_load(open(CONFIG_FILE))
+    del raw["kernels"]["sigma"]
+    broken.write_text(yaml.safe_dump(raw))
+    with pytest.raises(PipelineError, match="missing or malformed key"):
+        load_settings(str(broken), out="o")
+    broken.write_text("[1, 2")
+    with pytest.raises(PipelineError, match="cannot read"):
+        load_settings(str(broken), out="o")
+
+
+# ------------------------------------------------------------------------------ tools
+
+def test_a_failing_tool_becomes_one_line_naming_the_stage():
+    script = "import sys; print('working', file=sys.stderr); print('error: the bag is gone', file=sys.stderr); sys.exit(2)"
+    with pytest.raises(PipelineError) as info:
+        run_tool("collect", [sys.executable, "-c", script], quiet=True)
+    assert info.value.stage == "collect"
+    assert str(info.value).endswith("exited with 2: the bag is gone")
+    run_tool("collect", [sys.executable, "-c", "print('fine')"], quiet=True)
+    with pytest.raises(PipelineError, match="cannot run"):
+        run_tool("collect", ["/nonexistent/tool"], quiet=True)
+
+
+# ------------------------------------------------------------------------------ identified sim
+
+def test_the_identified_simulator_config_is_one_the_simulator_accepts(tmp_path):
+    from panda_sim2real.robot_config import RobotConfig
+    from panda_sim2real.urdf_model import nominal_urdf_path
+    out = str(tmp_path / "sim.yaml")
+    friction = [[0.5, 8.0, 0.01]] * 7
+    write_identified_config(nominal_urdf_path(), 4000, friction, out)
+    config = RobotConfig.from_yaml(out)
+    assert config.physics_rate == 4000 and config.label == "simulation (identified)"
+    np.testing.assert_allclose(config.friction.phi2, 8.0)
+    bad = [[0.5, 8.0, float("nan")]] * 7
+    with pytest.raises(Exception):
+        write_identified_config(nominal_urdf_path(), 4000, bad, str(tmp_path / "bad.yaml"))
+    assert os.listdir(tmp_path) == ["sim.yaml"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence
 
 from tqdm import tqdm
 
@@ -12,9 +12,8 @@ from panda_sim2real.limits import JointLimits
 from panda_sim2real.pairs import CollectionSummary, PairBagWriter, collect_pairs
 from panda_sim2real.robot import SimulatedRobot
 from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
-from panda_sim2real.trajectory_generation import KINDS, GeneratorSettings, TrajectoryGenerator
-from panda_sim2real.work_cycle import (DEFAULT_WORK_CYCLE_FILE, TASK, WorkCycleGenerator,
-                                       WorkCycleSettings)
+from panda_sim2real.trajectory_generation import KINDS
+from panda_sim2real.work_cycle import DEFAULT_WORK_CYCLE_FILE, TASK, make_generator
 
 
 @dataclass(frozen=True)
@@ -48,26 +47,11 @@ def load_robot(path: str, limits: JointLimits, seed: int, rate: Optional[float])
     return SimulatedRobot(config.with_overrides(publish_rate=rate, seed=config.seed + 7919 * seed), limits)
 
 
-def make_generator(request: CollectionRequest,
-                   limits: JointLimits) -> Union[TrajectoryGenerator, WorkCycleGenerator]:
-    """The work cycle for kinds == (TASK,), else the random move generator; ConfigError if
-    TASK is mixed with other kinds."""
-    kinds = (request.kinds,) if isinstance(request.kinds, str) else tuple(request.kinds)
-    if TASK in kinds:
-        if kinds != (TASK,):
-            raise ConfigError(f"kind '{TASK}' (the work cycle) cannot be mixed with other "
-                              f"kinds, got {list(kinds)}")
-        return WorkCycleGenerator(limits, WorkCycleSettings.from_yaml(request.work_cycle, limits),
-                                  request.seed)
-    settings = (GeneratorSettings.from_yaml(request.generator_config)
-                if request.generator_config else GeneratorSettings())
-    return TrajectoryGenerator(limits, settings, request.seed)
-
-
 def run_collection(request: CollectionRequest, limits: Optional[JointLimits] = None) -> CollectionResult:
     """Build both robots and the generator, collect the pairs into ``request.out``."""
     limits = limits or JointLimits.from_yaml()
-    generator = make_generator(request, limits)
+    generator = make_generator(request.kinds, request.seed, limits, request.generator_config,
+                               request.work_cycle)
     sim = load_robot(request.sim_config, limits, request.seed, request.rate)
     real = load_robot(request.reality_config, limits, request.seed, request.rate)
     try:
@@ -85,6 +69,6 @@ def run_collection(request: CollectionRequest, limits: Optional[JointLimits] = N
                "simulated_seconds": summary.simulated_seconds, "wall_seconds": wall,
                "real_time_factor": summary.simulated_seconds / wall if wall > 0 else None,
                "label": real.label, "seed": request.seed}
-    if isinstance(generator, WorkCycleGenerator):
+    if tuple(request.kinds) == (TASK,):
         figures["work_cycle"] = request.work_cycle
     return CollectionResult(summary, wall, real.label, figures)

@@ -13,8 +13,9 @@ from panda_sim2real.errors import BagError
 from panda_sim2real.metrics import QUANTITIES, per_joint_mse
 from panda_sim2real.pair_bag import DEFAULT_LABEL, PairRecording
 from panda_sim2real.trajectory_generation import KINDS
+from panda_sim2real.work_cycle import TASK
 
-COMPARED_KINDS = KINDS
+COMPARED_KINDS = (*KINDS, TASK)     # the random moves and the work-cycle repeats
 
 
 def gap_statistics(aligned_pairs: Sequence[AlignedPair], label: str = DEFAULT_LABEL) -> dict:

@@ -25,7 +25,8 @@ from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import CONFIG_DIR, JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
 from panda_sim2real.trajectory import PlannedTrajectory
-from panda_sim2real.trajectory_generation import PEAK_ACCELERATION, PEAK_VELOCITY, minimum_jerk
+from panda_sim2real.trajectory_generation import (PEAK_ACCELERATION, PEAK_VELOCITY, GeneratorSettings,
+                                                 TrajectoryGenerator, minimum_jerk)
 from panda_sim2real.yaml_files import read_yaml
 
 DEFAULT_WORK_CYCLE_FILE = os.path.join(CONFIG_DIR, "work_cycle.yaml")
@@ -230,3 +231,19 @@ class WorkCycleGenerator:
 
     def _steps(self, seconds: float) -> int:
         return int(round(seconds * self.settings.knot_rate))
+
+
+def make_generator(kinds: Sequence[str], seed: int, limits: JointLimits,
+                   generator_config: Optional[str] = None,
+                   work_cycle: str = DEFAULT_WORK_CYCLE_FILE) -> Any:
+    """The moves of a collection or a pair runner: the work cycle for kinds == (TASK,), else
+    the random move generator (TrajectoryGenerator) over ``kinds``; ConfigError if TASK is
+    mixed with other kinds. Both have ``next(start_q, kinds)``."""
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if TASK in kinds:
+        if kinds != (TASK,):
+            raise ConfigError(f"kind '{TASK}' (the work cycle) cannot be mixed with other "
+                              f"kinds, got {list(kinds)}")
+        return WorkCycleGenerator(limits, WorkCycleSettings.from_yaml(work_cycle, limits), seed)
+    settings = GeneratorSettings.from_yaml(generator_config) if generator_config else GeneratorSettings()
+    return TrajectoryGenerator(limits, settings, seed)

@@ -1,5 +1,8 @@
 # sim2real: set-up, tests, demo and benchmarks on a fresh Debian 12 machine.
 #   make demo    the main job on the embedded default (PyBullet sim vs the reality stand-in)
+#   make pipeline  the sim-to-real chain: collect, identify, resimulate, Realeasy, kernels,
+#                evaluate with an acceptance gate (sim2real_pipeline; REALITY_CONFIG= TRAJECTORIES=
+#                SEED= OUT=; ~20 min)
 #   make test    every test: pytest (libraries), C++ tests, rostest integration tests
 #   make bench   performance figures into bench/results/*.json
 #   make docker  the robot PC image (docker or podman; docker/README.md)
@@ -19,10 +22,10 @@ WS       := $(ROOT)/build/ws
 PACKAGES := panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo bench study diffnea-results compliant-results kernel-results docker docker-test clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results docker docker-test clean
 
 help:
-	@echo "make demo | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make setup | make clean"
+	@echo "make demo | make pipeline | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -59,6 +62,14 @@ test: setup
 
 demo: setup
 	$(RUN) bash $(ROOT)/tools/demo.sh
+
+# The sim-to-real chain (sim2real_pipeline/README.md): OUT/pipeline.json and OUT/report.md; the work
+# directory OUT/work is resumable (a second run keeps what finished with the same settings).
+OUT ?= $(ROOT)/reports/pipeline
+pipeline: setup
+	$(RUN) rosrun sim2real_pipeline pipeline --out $(OUT) --seed $(or $(SEED),0) \
+	  $(if $(REALITY_CONFIG),--reality-config $(abspath $(REALITY_CONFIG))) \
+	  $(if $(TRAJECTORIES),--trajectories $(TRAJECTORIES))
 
 bench: setup
 	$(RUN) bash $(ROOT)/tools/install_bench_peers.sh

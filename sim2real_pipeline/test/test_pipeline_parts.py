@@ -13,7 +13,7 @@ from sim2real_pipeline.gate import decide_chain
 from sim2real_pipeline.runner import run_pipeline
 from sim2real_pipeline.settings import CONFIG_FILE, load_settings
 from sim2real_pipeline.splits import task_split
-from sim2real_pipeline.stages import Stage, write_identified_config
+from sim2real_pipeline.stages import Stage, check_identification, write_identified_config
 from sim2real_pipeline.tools import run_tool
 from sim2real_pipeline.workdir import StageRecord, WorkDir, fingerprint
 
@@ -157,3 +157,18 @@ def test_the_identified_simulator_config_is_one_the_simulator_accepts(tmp_path):
     with pytest.raises(Exception):
         write_identified_config(nominal_urdf_path(), 4000, bad, str(tmp_path / "bad.yaml"))
     assert os.listdir(tmp_path) == ["sim.yaml"]
+
+
+def test_a_diverged_or_inconsistent_identification_stops_the_identify_stage():
+    good = {"diverged": False, "consistent": True, "damping": [0.1] * 7,
+            "friction": {"j1": [0.5, 8.0, 0.01]}}
+    check_identification(good, "x.json")
+    with pytest.raises(PipelineError, match="stage identify: the identification diverged"):
+        check_identification(dict(good, diverged=True), "x.json")
+    inconsistent = dict(good, consistent=False,
+                        consistency={"links": [{"name": "panda_link3", "ok": False},
+                                               {"name": "panda_link4", "ok": True}]})
+    with pytest.raises(PipelineError, match=r"not physically consistent \(panda_link3\)"):
+        check_identification(inconsistent, "x.json")
+    with pytest.raises(PipelineError, match="non-finite"):
+        check_identification(dict(good, damping=[float("nan")] * 7), "x.json")

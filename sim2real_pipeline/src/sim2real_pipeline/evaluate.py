@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any
 
 from sim2real_pipeline.errors import PipelineError
-from sim2real_pipeline.evaluation import (errors_of, load_datasets, random_sets, ratios,
-                                          task_replays, mse)
+from sim2real_pipeline.evaluation import errors_of, load_datasets, mse, random_sets, task_replays
 from sim2real_pipeline.gate import decide_chain
-from sim2real_pipeline.splits import TEST, VALIDATION
+from sim2real_pipeline.splits import HELD_OUT, TEST, VALIDATION
 from sim2real_pipeline.workdir import StageRecord
 
 SIMULATION, IDENTIFIED, REALEASY = "simulation", "identified", "identified+realeasy"
@@ -34,15 +33,14 @@ def evaluate(ctx: Any) -> StageRecord:
     from kernel_manager_ros.state_spec import StateSpec
     from panda_sim2real.limits import JointLimits
     from panda_sim2real.robot_config import SIM_CONFIG_FILE
-    from sim2real_pipeline.stages import held_out_ids, task_ids
+    from sim2real_pipeline.stages import task_ids
 
     s = ctx.settings
     nominal, identified = load_datasets(ctx.output("split", "dataset"),
                                         ctx.output("resimulate", "dataset"))
     correct = _correction(ctx.output("realeasy", "model"), identified.joint_names)
-    ids = held_out_ids(ctx)
     random = {}
-    for name, splits in ((VALIDATION, ("validation",)), (TEST, ("test", "cartesian"))):
+    for name, splits in ((VALIDATION, (VALIDATION,)), (TEST, HELD_OUT)):
         sets = random_sets(nominal, identified, splits, correct, REALEASY)
         random[name] = {"ids": list(sets.ids), "errors": errors_of(sets)}
     val = random[VALIDATION]["errors"]
@@ -107,9 +105,3 @@ def report(ctx: Any) -> StageRecord:
     outputs = write_report(ctx.settings.out, evaluation, files, commands,
                            {stage: ctx.records[stage].figures for stage in ctx.records})
     return StageRecord("report", "", outputs, {})
-
-
-def stage_ratio(errors: dict[str, Any], stage: str) -> Optional[dict[str, list[float]]]:
-    if stage not in errors:
-        return None
-    return ratios(errors[stage], errors[SIMULATION])

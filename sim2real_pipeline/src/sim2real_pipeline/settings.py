@@ -45,7 +45,7 @@ class PipelineSettings:
     parametrisation: str = "cov"
     identify_epochs: int = 60
     identify_friction: bool = True
-    identified_physics_rate: float = 4000.0
+    identified_physics_rate: Optional[float] = None   # Hz; None: the lowest stable one
     train_minutes: float = 6.0
     task_train: float = 0.6
     task_validation: float = 0.2
@@ -66,7 +66,7 @@ class PipelineSettings:
             raise bad("task_split train and validation must be in (0, 1) with a sum below 1")
         for name in ("train_minutes", "identified_physics_rate"):
             value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0.0):
+            if value is not None and not (math.isfinite(value) and value > 0.0):
                 raise bad(f"{name} must be a positive number, got {value}")
         if self.identify_epochs < 1:
             raise bad(f"identify epochs must be at least 1, got {self.identify_epochs}")
@@ -105,7 +105,8 @@ def load_settings(path: Optional[str], **overrides: Any) -> PipelineSettings:
             "parametrisation": str(raw["identify"]["parametrisation"]),
             "identify_epochs": int(raw["identify"]["epochs"]),
             "identify_friction": bool(raw["identify"]["friction"]),
-            "identified_physics_rate": float(raw["identify"]["physics_rate"]),
+            "identified_physics_rate": (None if raw["identify"]["physics_rate"] == "auto"
+                                        else float(raw["identify"]["physics_rate"])),
             "train_minutes": float(raw["realeasy"]["max_minutes"]),
             "task_train": float(raw["task_split"]["train"]),
             "task_validation": float(raw["task_split"]["validation"]),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -23,7 +24,7 @@ import yaml
 
 from sim2real_pipeline.errors import PipelineError
 from sim2real_pipeline.settings import PipelineSettings
-from sim2real_pipeline.splits import TRAIN, VALIDATION, TEST, HELD_OUT, by_split, task_split
+from sim2real_pipeline.splits import TRAIN, by_split, task_split
 from sim2real_pipeline.tools import command_line, run_tool
 from sim2real_pipeline.workdir import StageRecord, WorkDir
 
@@ -114,33 +115,63 @@ def identify(ctx: Context) -> StageRecord:
              "--seed", s.seed, *(["--friction"] if s.identify_friction else []), "--out", urdf,
              "--json", report)
     result = _read_json(report, "identify")
-    if result.get("diverged"):
-        raise PipelineError("identify", "the identification diverged (its loss became NaN/Inf); "
-                                        "try fewer epochs or another --param")
-    if not result.get("consistent"):
-        bad = [link["name"] for link in result.get("consistency", {}).get("links", [])
-               if not link.get("ok", False)]
-        raise PipelineError("identify", f"the identified bodies are not physically consistent "
-                                        f"({', '.join(bad) or 'see ' + report})")
+    check_identification(result, report)
     figures.update({k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after",
                                            "damping", "friction", "epochs", "seconds",
                                            "samples")})
     friction = result.get("friction") or {}
+    phi = [friction[n] for n in result["joint_names"]] if friction else None
     sim_config = w.path("identified_sim.yaml")
-    write_identified_config(urdf, s.identified_physics_rate,
-                            [friction[n] for n in result["joint_names"]] if friction else None,
-                            sim_config)
+    rate = s.identified_physics_rate
+    if rate is None:
+        rate = stable_rate(urdf, phi, data)
+    figures["physics_rate"] = rate
+    write_identified_config(urdf, rate, phi, sim_config)
     return StageRecord("identify", "", {"urdf": urdf, "sim_config": sim_config, "data": data},
                        figures)
 
 
-def write_identified_config(urdf: str, physics_rate: float,
-                            friction: Optional[list[list[float]]], out: str) -> None:
+def check_identification(result: dict[str, Any], source: str) -> None:
+    """PipelineError unless diffnea_ros identify's figures describe a usable result: a finite
+    loss, physically consistent bodies (paper 002 §3) and finite friction parameters."""
+    if result.get("diverged"):
+        raise PipelineError("identify", "the identification diverged (its loss became NaN/Inf); "
+                                        "try fewer epochs or another parametrisation")
+    if not result.get("consistent"):
+        bad = [link.get("name", "?") for link in result.get("consistency", {}).get("links", [])
+               if not link.get("ok", False)]
+        raise PipelineError("identify", f"the identified bodies are not physically consistent "
+                                        f"({', '.join(bad) or 'see ' + source})")
+    values = [v for phi in (result.get("friction") or {}).values() for v in phi]
+    values += list(result.get("damping") or [])
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        raise PipelineError("identify", f"non-finite damping or friction in {source}")
+
+
+def stable_rate(urdf: str, friction: Optional[list[list[float]]], data: str) -> float:
+    """The lowest physics rate at which the simulator's PID is stable on the identified model
+    (panda_sim2real.stability), over the identification data's configurations."""
+    import numpy as np
+    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.robot_config import RobotConfig
+    from panda_sim2real.stability import stable_physics_rate
+
+    config = RobotConfig.from_dict(identified_config(urdf, 1000.0, friction), "identified model")
+    with np.load(data) as npz:
+        q = npz["q"][::10]
+    try:
+        return stable_physics_rate(config, q)
+    except Sim2RealError as exc:
+        raise PipelineError("identify", exc) from exc
+
+
+def identified_config(urdf: str, physics_rate: float,
+                      friction: Optional[list[list[float]]]) -> dict[str, Any]:
     """The simulator's configuration (panda_sim2real config/sim/panda_sim.yaml) with the
     identified URDF (inertials, viscous damping), the identified sigmoid joint friction (phi1,
     phi2, phi3 per joint in the joint order; the simulator applies it like the robot's, Gaz et
     al.'s model) and the physics rate it runs at; everything else as shipped."""
-    from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+    from panda_sim2real.robot_config import SIM_CONFIG_FILE
     with open(SIM_CONFIG_FILE, encoding="utf-8") as f:
         raw = yaml.safe_load(f)
     raw.update(urdf=os.path.abspath(urdf), physics_rate=float(physics_rate),
@@ -148,6 +179,14 @@ def write_identified_config(urdf: str, physics_rate: float,
     if friction:
         raw["friction"] = {name: [float(phi[k]) for phi in friction]
                            for k, name in enumerate(("phi1", "phi2", "phi3"))}
+    return raw
+
+
+def write_identified_config(urdf: str, physics_rate: float,
+                            friction: Optional[list[list[float]]], out: str) -> None:
+    """Write :func:`identified_config` to ``out`` if the simulator accepts it."""
+    from panda_sim2real.robot_config import RobotConfig
+    raw = identified_config(urdf, physics_rate, friction)
     text = ("# The simulator with the URDF identified by diffnea_ros (written by the pipeline;\n"
             "# panda_sim2real config/sim/panda_sim.yaml otherwise).\n"
             + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None))
@@ -264,7 +303,7 @@ def stage_list() -> tuple[Stage, ...]:
         Stage("identify", identify, ("split",),
               lambda s: {"param": s.parametrisation, "epochs": s.identify_epochs, "seed": s.seed,
                          "friction": s.identify_friction,
-                         "physics_rate": s.identified_physics_rate},
+                         "physics_rate": s.identified_physics_rate or "auto"},
               "diffnea_ros: the robot's inertials, damping and friction"),
         Stage("resimulate", resimulate, ("identify",), lambda s: {"seed": s.seed},
               "the same commands in the identified simulator"),
@@ -282,12 +321,6 @@ def stage_list() -> tuple[Stage, ...]:
         Stage("report", ev.report, ("evaluate",), lambda s: {"out": os.path.abspath(s.out)},
               "pipeline.json, report.md and plots"),
     )
-
-
-def held_out_ids(ctx: Context) -> dict[str, list[int]]:
-    ids = ctx.figures("split")["ids"]
-    return {VALIDATION: sorted(ids.get(VALIDATION, [])),
-            TEST: sorted(i for name in HELD_OUT for i in ids.get(name, []))}
 
 
 def task_ids(ctx: Context, split_name: str) -> list[int]:

@@ -78,6 +78,7 @@ class IdentificationConfig:
     batch_size: int = 256
     learning_rate: float = 1e-2
     friction: bool = False
+    offset: bool = False      # also a constant torque offset per joint
     online: bool = False
     seed: int = 0
     stop_nmse: Optional[float] = None      # stop once every joint's training NMSE <= this
@@ -131,7 +132,7 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
                         f"convert one of them")
     generator = torch.Generator().manual_seed(config.seed)
     dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
-                                 friction=config.friction)
+                                 friction=config.friction, offset=config.offset)
     learnable = [p for p in dynamics.parameters() if p.requires_grad]
     optimiser = torch.optim.Adam(learnable, lr=config.learning_rate)
     cache = (dynamics.regressor_cache(train.q, train.qd, train.qdd)

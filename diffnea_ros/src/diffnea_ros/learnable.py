@@ -65,11 +65,13 @@ class FrictionParameters:
 
 
 class LearnableDynamics(torch.nn.Module):
-    """tau = f_NE(q, qd, qdd; theta) + d * qd (+ tau_f(qd)): the model of L_ID (paper 002 eq. 2)."""
+    """tau = f_NE(q, qd, qdd; theta) + d * qd (+ tau_f(qd)) (+ b): the model of L_ID (paper 002
+    eq. 2), optionally with the sigmoid friction tau_f and a constant torque-sensor offset b per
+    joint (the bias a joint torque sensor reports at zero torque)."""
 
     def __init__(self, model: RigidBodyModel, parametrisation: str,
                  learnable_links: Optional[Sequence[str]] = None, friction: bool = False,
-                 learn_damping: bool = True) -> None:
+                 learn_damping: bool = True, offset: bool = False) -> None:
         super().__init__()
         self.model = model
         self.kind = parametrisation
@@ -92,6 +94,10 @@ class LearnableDynamics(torch.nn.Module):
             self.raw_phi1 = torch.nn.Parameter(_inverse_softplus(torch.full_like(like, INITIAL_PHI1)))
             self.raw_phi2 = torch.nn.Parameter(_inverse_softplus(torch.full_like(like, INITIAL_PHI2)))
             self.phi3 = torch.nn.Parameter(torch.zeros(dof, dtype=like.dtype, device=like.device))
+        self.has_offset = offset
+        if offset:
+            like = model.nominal_damping
+            self.offset = torch.nn.Parameter(torch.zeros_like(like))
 
     def inertials(self) -> Inertials:
         """All bodies' inertials: the learned ones scattered over the URDF's."""
@@ -118,10 +124,16 @@ class LearnableDynamics(torch.nn.Module):
             return FrictionParameters(*(x.detach().cpu().double().numpy() for x in (
                 F.softplus(self.raw_phi1), F.softplus(self.raw_phi2), self.phi3)))
 
+    def _joint_terms(self, tau: torch.Tensor, qd: torch.Tensor) -> torch.Tensor:
+        """``tau`` plus the friction and the offset, where they are learned."""
+        if self.has_friction:
+            tau = tau + self.friction_torque(qd)
+        return tau + self.offset if self.has_offset else tau
+
     def forward(self, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor) -> torch.Tensor:
         """Predicted joint torques by the differentiable RNEA (paper 002 §3)."""
         tau = rnea(self.model, q, qd, qdd, self.inertials(), self.damping())
-        return tau + self.friction_torque(qd) if self.has_friction else tau
+        return self._joint_terms(tau, qd)
 
     def regressor_cache(self, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor,
                         chunk: int = 1024) -> "RegressorCache":
@@ -142,12 +154,11 @@ class LearnableDynamics(torch.nn.Module):
         and the fixed bodies' torque (B, dof)."""
         mass, com, inertia = self.parametrisation()
         tau = regressor_torque(y, standard_parameters(Inertials(mass, com, inertia))) + fixed
-        tau = tau + self.damping() * qd
-        return tau + self.friction_torque(qd) if self.has_friction else tau
+        return self._joint_terms(tau + self.damping() * qd, qd)
 
     def extra_repr(self) -> str:
         return (f"parametrisation={self.kind!r}, links={len(self.learnable_links)}, "
-                f"friction={self.has_friction}")
+                f"friction={self.has_friction}, offset={self.has_offset}")
 
     @torch.no_grad()
     def link_inertials(self) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
@@ -162,6 +173,13 @@ class LearnableDynamics(torch.nn.Module):
     @torch.no_grad()
     def joint_damping(self) -> dict[str, float]:
         return dict(zip(self.model.joint_names, self.damping().cpu().double().tolist()))
+
+    @torch.no_grad()
+    def joint_torque_offset(self) -> dict[str, float]:
+        """The learned torque offset per joint [N m], empty when it is not learned."""
+        if not self.has_offset:
+            return {}
+        return dict(zip(self.model.joint_names, self.offset.cpu().double().tolist()))
 
     def joint_friction(self) -> dict[str, tuple[float, float, float]]:
         """(phi1, phi2, phi3) per joint, empty when friction is not learned."""

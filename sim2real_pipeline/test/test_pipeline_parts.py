@@ -13,7 +13,7 @@ from sim2real_pipeline.gate import decide_chain
 from sim2real_pipeline.runner import run_pipeline
 from sim2real_pipeline.settings import CONFIG_FILE, load_settings
 from sim2real_pipeline.splits import task_split
-from sim2real_pipeline.stages import Stage, check_identification, write_identified_config
+from sim2real_pipeline.stages import Joint, Stage, check_identification, write_identified_config
 from sim2real_pipeline.tools import run_tool
 from sim2real_pipeline.workdir import StageRecord, WorkDir, fingerprint
 
@@ -148,12 +148,14 @@ def test_the_identified_simulator_config_is_one_the_simulator_accepts(tmp_path):
     from panda_sim2real.robot_config import RobotConfig
     from panda_sim2real.urdf_model import nominal_urdf_path
     out = str(tmp_path / "sim.yaml")
-    friction = [[0.5, 8.0, 0.01]] * 7
-    write_identified_config(nominal_urdf_path(), 4000, friction, out)
+    joint = Joint(friction=[[0.5, 8.0, 0.01]] * 7, offset=[0.1, -0.2, 0.0, 0.3, 0.0, 0.0, 0.05])
+    write_identified_config(nominal_urdf_path(), 4000, joint, out)
     config = RobotConfig.from_yaml(out)
     assert config.physics_rate == 4000 and config.label == "simulation (identified)"
     np.testing.assert_allclose(config.friction.phi2, 8.0)
-    bad = [[0.5, 8.0, float("nan")]] * 7
+    np.testing.assert_allclose(config.torque_sensor.offset[1], -0.2)
+    np.testing.assert_allclose(config.torque_sensor.noise_std, 0.0)
+    bad = Joint(friction=[[0.5, 8.0, float("nan")]] * 7)
     with pytest.raises(Exception):
         write_identified_config(nominal_urdf_path(), 4000, bad, str(tmp_path / "bad.yaml"))
     assert os.listdir(tmp_path) == ["sim.yaml"]
@@ -172,3 +174,29 @@ def test_a_diverged_or_inconsistent_identification_stops_the_identify_stage():
         check_identification(inconsistent, "x.json")
     with pytest.raises(PipelineError, match="non-finite"):
         check_identification(dict(good, damping=[float("nan")] * 7), "x.json")
+
+
+def test_models_from_another_run_are_taken_not_learnt(tmp_path):
+    log = []
+
+    def make(name):
+        def run(ctx):
+            log.append(name)
+            path = ctx.work.path(f"{name}.out")
+            open(path, "w").close()
+            return StageRecord(name, "", {"out": path}, {})
+        return run
+    stages = (Stage("collect", make("collect"), (), lambda s: {}, "c"),
+              Stage("identify", make("identify"), ("collect",), lambda s: {}, "i"),
+              Stage("evaluate", make("evaluate"), ("identify",), lambda s: {}, "e"))
+    first = load_settings(None, out=str(tmp_path / "a"))
+    run_pipeline(first, str(tmp_path / "a"), stages, say=lambda s: None)
+    assert log == ["collect", "identify", "evaluate"]
+    log.clear()
+    transfer = load_settings(None, out=str(tmp_path / "b"), models_from=str(tmp_path / "a"))
+    ctx = run_pipeline(transfer, str(tmp_path / "b"), stages, say=lambda s: None)
+    assert log == ["collect", "evaluate"]
+    assert ctx.records["identify"].outputs["out"] == str(tmp_path / "a" / "identify.out")
+    with pytest.raises(PipelineError, match="stage identify: .* holds no finished identify"):
+        run_pipeline(load_settings(None, out="c", models_from=str(tmp_path / "b" / "stages")),
+                     str(tmp_path / "c"), stages, say=lambda s: None)

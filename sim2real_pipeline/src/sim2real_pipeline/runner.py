@@ -10,6 +10,10 @@ from sim2real_pipeline.settings import PipelineSettings
 from sim2real_pipeline.stages import Context, Stage, stage_list
 from sim2real_pipeline.workdir import StageRecord, WorkDir, fingerprint
 
+# The stages that learn a model: with settings.models_from they are taken from another run's work
+# directory (transfer to another robot individual, paper 000 §V).
+MODEL_STAGES = ("identify", "realeasy", "kernels")
+
 
 def _say(text: str) -> None:
     print(text, flush=True)
@@ -23,12 +27,22 @@ def run_pipeline(settings: PipelineSettings, work_dir: str,
     stay, and the next run resumes from it."""
     stages = tuple(stages or stage_list())
     ctx = Context(settings, WorkDir(work_dir))
+    models = WorkDir(settings.models_from) if settings.models_from else None
     prints: dict[str, str] = {}
     for number, stage in enumerate(stages, 1):
+        title = f"== [{number}/{len(stages)}] {stage.name}: {stage.description}"
+        if models is not None and stage.name in MODEL_STAGES:
+            record = models.load(stage.name)
+            if record is None:
+                raise PipelineError(stage.name, f"{settings.models_from} holds no finished "
+                                                f"{stage.name} stage to take the model from")
+            say(f"{title} (the model of {settings.models_from})")
+            ctx.records[stage.name] = record
+            prints[stage.name] = record.fingerprint
+            continue
         prints[stage.name] = fingerprint(stage.settings(settings),
                                          {u: prints[u] for u in stage.upstream})
         kept = ctx.work.completed(stage.name, prints[stage.name])
-        title = f"== [{number}/{len(stages)}] {stage.name}: {stage.description}"
         if kept is not None:
             say(f"{title} (kept from the last run)")
             ctx.records[stage.name] = kept

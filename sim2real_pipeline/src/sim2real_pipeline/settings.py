@@ -42,9 +42,11 @@ class PipelineSettings:
     seed: int = 0
     pairs_bag: Optional[str] = None       # recorded pairs (e.g. through fci_bridge): no collect
     tasks_bag: Optional[str] = None       # recorded task repeats
+    models_from: Optional[str] = None     # another run's work directory: its models, not learnt
     parametrisation: str = "cov"
     identify_epochs: int = 60
     identify_friction: bool = True
+    identify_offset: bool = True
     identified_physics_rate: Optional[float] = None   # Hz; None: the lowest stable one
     train_minutes: float = 6.0
     task_train: float = 0.6
@@ -73,6 +75,8 @@ class PipelineSettings:
         k = self.kernels
         if not (k.step > 0.0 and k.settle >= 0.0 and k.rollouts >= 1 and k.sigma > 0.0):
             raise bad(f"kernel settings out of range: {k}")
+        if self.models_from is not None and not os.path.isdir(self.models_from):
+            raise bad(f"models from: no work directory {self.models_from}")
         for name in ("pairs_bag", "tasks_bag", "reality_config"):
             path = getattr(self, name)
             if path is not None and not os.path.isfile(path):
@@ -105,6 +109,7 @@ def load_settings(path: Optional[str], **overrides: Any) -> PipelineSettings:
             "parametrisation": str(raw["identify"]["parametrisation"]),
             "identify_epochs": int(raw["identify"]["epochs"]),
             "identify_friction": bool(raw["identify"]["friction"]),
+            "identify_offset": bool(raw["identify"]["offset"]),
             "identified_physics_rate": (None if raw["identify"]["physics_rate"] == "auto"
                                         else float(raw["identify"]["physics_rate"])),
             "train_minutes": float(raw["realeasy"]["max_minutes"]),

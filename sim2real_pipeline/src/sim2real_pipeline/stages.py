@@ -112,21 +112,23 @@ def identify(ctx: Context) -> StageRecord:
     urdf, report = w.path("identified.urdf"), w.path("identify.json")
     ctx.tool("identify", "diffnea_ros", "identify", "--data", data, "--urdf",
              nominal_urdf_path(), "--param", s.parametrisation, "--epochs", s.identify_epochs,
-             "--seed", s.seed, *(["--friction"] if s.identify_friction else []), "--out", urdf,
-             "--json", report)
+             "--seed", s.seed, *(["--friction"] if s.identify_friction else []),
+             *(["--offset"] if s.identify_offset else []), "--out", urdf, "--json", report)
     result = _read_json(report, "identify")
     check_identification(result, report)
     figures.update({k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after",
                                            "damping", "friction", "epochs", "seconds",
                                            "samples")})
-    friction = result.get("friction") or {}
-    phi = [friction[n] for n in result["joint_names"]] if friction else None
+    names = result["joint_names"]
+    friction, offset = result.get("friction") or {}, result.get("torque_offset") or {}
+    joint = Joint(friction=[friction[n] for n in names] if friction else None,
+                  offset=[offset[n] for n in names] if offset else None)
     sim_config = w.path("identified_sim.yaml")
     rate = s.identified_physics_rate
     if rate is None:
-        rate = stable_rate(urdf, phi, data)
-    figures["physics_rate"] = rate
-    write_identified_config(urdf, rate, phi, sim_config)
+        rate = stable_rate(urdf, joint, data)
+    figures.update(physics_rate=rate, torque_offset=joint.offset)
+    write_identified_config(urdf, rate, joint, sim_config)
     return StageRecord("identify", "", {"urdf": urdf, "sim_config": sim_config, "data": data},
                        figures)
 
@@ -148,7 +150,16 @@ def check_identification(result: dict[str, Any], source: str) -> None:
         raise PipelineError("identify", f"non-finite damping or friction in {source}")
 
 
-def stable_rate(urdf: str, friction: Optional[list[list[float]]], data: str) -> float:
+@dataclass(frozen=True)
+class Joint:
+    """What the identification found at the joints besides the URDF: the sigmoid friction
+    (phi1, phi2, phi3) and the torque sensor's offset [N m] per joint, in the joint order."""
+
+    friction: Optional[list[list[float]]] = None
+    offset: Optional[list[float]] = None
+
+
+def stable_rate(urdf: str, joint: Joint, data: str) -> float:
     """The lowest physics rate at which the simulator's PID is stable on the identified model
     (panda_sim2real.stability), over the identification data's configurations."""
     import numpy as np
@@ -156,7 +167,7 @@ def stable_rate(urdf: str, friction: Optional[list[list[float]]], data: str) -> 
     from panda_sim2real.robot_config import RobotConfig
     from panda_sim2real.stability import stable_physics_rate
 
-    config = RobotConfig.from_dict(identified_config(urdf, 1000.0, friction), "identified model")
+    config = RobotConfig.from_dict(identified_config(urdf, 1000.0, joint), "identified model")
     with np.load(data) as npz:
         q = npz["q"][::10]
     try:
@@ -165,28 +176,30 @@ def stable_rate(urdf: str, friction: Optional[list[list[float]]], data: str) -> 
         raise PipelineError("identify", exc) from exc
 
 
-def identified_config(urdf: str, physics_rate: float,
-                      friction: Optional[list[list[float]]]) -> dict[str, Any]:
+def identified_config(urdf: str, physics_rate: float, joint: Joint) -> dict[str, Any]:
     """The simulator's configuration (panda_sim2real config/sim/panda_sim.yaml) with the
-    identified URDF (inertials, viscous damping), the identified sigmoid joint friction (phi1,
-    phi2, phi3 per joint in the joint order; the simulator applies it like the robot's, Gaz et
-    al.'s model) and the physics rate it runs at; everything else as shipped."""
+    identified URDF (inertials, viscous damping), the identified sigmoid joint friction (the
+    simulator applies it like the robot's, Gaz et al.'s model), the identified torque offset (its
+    reported joint torques carry it, as the robot's sensor does; no noise) and the physics rate
+    it runs at; everything else as shipped."""
     from panda_sim2real.robot_config import SIM_CONFIG_FILE
     with open(SIM_CONFIG_FILE, encoding="utf-8") as f:
         raw = yaml.safe_load(f)
     raw.update(urdf=os.path.abspath(urdf), physics_rate=float(physics_rate),
                label="simulation (identified)")
-    if friction:
-        raw["friction"] = {name: [float(phi[k]) for phi in friction]
+    if joint.friction:
+        raw["friction"] = {name: [float(phi[k]) for phi in joint.friction]
                            for k, name in enumerate(("phi1", "phi2", "phi3"))}
+    if joint.offset:
+        raw["torque_sensor"] = {"offset": [float(b) for b in joint.offset],
+                                "noise_std": [0.0] * len(joint.offset)}
     return raw
 
 
-def write_identified_config(urdf: str, physics_rate: float,
-                            friction: Optional[list[list[float]]], out: str) -> None:
+def write_identified_config(urdf: str, physics_rate: float, joint: Joint, out: str) -> None:
     """Write :func:`identified_config` to ``out`` if the simulator accepts it."""
     from panda_sim2real.robot_config import RobotConfig
-    raw = identified_config(urdf, physics_rate, friction)
+    raw = identified_config(urdf, physics_rate, joint)
     text = ("# The simulator with the URDF identified by diffnea_ros (written by the pipeline;\n"
             "# panda_sim2real config/sim/panda_sim.yaml otherwise).\n"
             + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None))
@@ -302,9 +315,9 @@ def stage_list() -> tuple[Stage, ...]:
               "the random pairs' data set and its split"),
         Stage("identify", identify, ("split",),
               lambda s: {"param": s.parametrisation, "epochs": s.identify_epochs, "seed": s.seed,
-                         "friction": s.identify_friction,
+                         "friction": s.identify_friction, "offset": s.identify_offset,
                          "physics_rate": s.identified_physics_rate or "auto"},
-              "diffnea_ros: the robot's inertials, damping and friction"),
+              "diffnea_ros: the robot's inertials, damping, friction, torque offsets"),
         Stage("resimulate", resimulate, ("identify",), lambda s: {"seed": s.seed},
               "the same commands in the identified simulator"),
         Stage("realeasy", realeasy, ("resimulate",),

@@ -48,8 +48,8 @@ class WorkDir:
     def _record_path(self, stage: str) -> str:
         return os.path.join(self.root, "stages", f"{stage}.json")
 
-    def completed(self, stage: str, print_: str) -> Optional[StageRecord]:
-        """The stage's record if it matches ``print_`` and all its outputs exist, else None."""
+    def load(self, stage: str) -> Optional[StageRecord]:
+        """The stage's record if it is readable and all its outputs exist, else None."""
         try:
             with open(self._record_path(stage), encoding="utf-8") as f:
                 raw = json.load(f)
@@ -57,11 +57,14 @@ class WorkDir:
                                  dict(raw["figures"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        if record.fingerprint != print_:
-            return None
         if not all(os.path.exists(p) for p in record.outputs.values()):
             return None
         return record
+
+    def completed(self, stage: str, print_: str) -> Optional[StageRecord]:
+        """The stage's record if it matches ``print_`` and all its outputs exist, else None."""
+        record = self.load(stage)
+        return record if record is not None and record.fingerprint == print_ else None
 
     def save(self, record: StageRecord) -> None:
         """Write the record atomically (temp file, then rename)."""

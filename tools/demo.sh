@@ -1,48 +1,55 @@
 #!/usr/bin/env bash
-# make demo: the main job on the embedded default. Collects real/sim pairs (PyBullet simulator vs
-# the MuJoCo reality stand-in), builds the Realeasy data set and prints the gap; trains the
-# realtime Realeasy model, evaluates it on the held-out and Cartesian sets, runs the residual
-# publisher live on new trajectories; reproduces the compliant-actuator figures of paper 003
-# (Fig. 8 step responses, §4.3 ILC) in the embedded simulation; runs two TriFinger policies on
-# level 3 in trifinger_simulation and paper 001's delivery-vehicle experiment with state-space
-# kernels (30 missions); writes reports/report.md.
-# DEMO_TRAJECTORIES sets the data size (default 150), DEMO_TRAIN_MINUTES the training budget
-# (default 6), DEMO_LIVE_TRAJECTORIES the live run (default 8).
+# make demo: the main job on the embedded default (PyBullet simulator vs the MuJoCo reality stand-in,
+# never a real robot).
+#  1. the sim-to-real pipeline (sim2real_pipeline, as `make pipeline`): collect random pairs and
+#     work-cycle repeats, identify the robot with diffnea_ros, re-simulate with the identified
+#     URDF, train Realeasy on top, make state-space kernels from the task repeats, evaluate every
+#     stage on held-out data with the acceptance gate -> reports/pipeline/;
+#  2. live: launch/pipeline.launch robot:=fci_standin (the stand-in served over the libfranka
+#     protocol, fci_bridge on the wall clock) with the identified simulator, the Realeasy residual
+#     publisher and the kernel manager on new trajectories and new task repeats, and the nominal
+#     simulator on the same moves as the baseline;
+#  3. the compliant-actuator figures of paper 003 (Fig. 8, §4.3 ILC) in the embedded simulation,
+#     two TriFinger policies on level 3 in trifinger_simulation, and paper 001's delivery-vehicle
+#     experiment (30 missions); writes reports/report.md.
+# DEMO_TRAJECTORIES (default 150), DEMO_TASK_REPEATS (40), DEMO_TRAIN_MINUTES (4) size the pipeline;
+# DEMO_LIVE_TRAJECTORIES (5) and DEMO_LIVE_REPEATS (3) the live part.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/reports"
-n="${DEMO_TRAJECTORIES:-150}"
-minutes="${DEMO_TRAIN_MINUTES:-6}"
-live="${DEMO_LIVE_TRAJECTORIES:-8}"
+pipe="$out/pipeline"
+work="$pipe/work"
+live_n="${DEMO_LIVE_TRAJECTORIES:-5}"
+live_tasks="${DEMO_LIVE_REPEATS:-3}"
 mkdir -p "$out"
 
-echo "== collect $n trajectory pairs (simulation and reality stand-in, lock-step)"
-rosrun panda_sim2real collect --trajectories "$n" --seed 0 --out "$out/pairs.bag" --json "$out/collect.json"
-echo "== build the data set"
-rosrun panda_sim2real dataset --bag "$out/pairs.bag" --out "$out/dataset.npz" --json "$out/dataset.json"
-echo "== the gap: simulation vs reality stand-in"
-rosrun panda_sim2real compare --bag "$out/pairs.bag" --json "$out/gap.json" --plot "$out/gap_torques.png" \
-  | tee "$out/gap_table.txt"
+echo "== the sim-to-real pipeline on the embedded default (reality stand-in)"
+rosrun sim2real_pipeline pipeline --out "$pipe" --seed 0 \
+  --trajectories "${DEMO_TRAJECTORIES:-150}" --task-repeats "${DEMO_TASK_REPEATS:-40}" \
+  --train-minutes "${DEMO_TRAIN_MINUTES:-4}"
 
-echo "== train the realtime Realeasy model (at most $minutes min)"
-# the tool's default preset, tuned: the settings chosen on the stand-in (realeasy_ros/README.md,
-# "Results"; `--preset paper` would train with the paper's)
-rosrun realeasy_ros train --data "$out/dataset.npz" --model realtime --out "$out/realtime.pt" \
-  --max-minutes "$minutes" --json "$out/train_realtime.json"
-echo "== evaluate it on the held-out test split and the Cartesian set"
-rosrun realeasy_ros evaluate --data "$out/dataset.npz" --model "$out/realtime.pt" \
-  --json "$out/eval_realtime.json" --plot "$out/realeasy_torques.png" | tee "$out/eval_table.txt"
-
-echo "== live: the residual publisher on $live new trajectories (roslaunch, private master)"
-port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" panda_sim2real record_pairs.launch \
-  bag:="$out/live.bag" trajectories:="$live" seed:=4242 model:="$out/realtime.pt" \
-  real_time_factor:=2.0 > "$out/live_roslaunch.log" 2>&1 \
-  || { tail -n 30 "$out/live_roslaunch.log"; exit 1; }
-rosrun panda_sim2real compare --bag "$out/live.bag" --json "$out/live_sim.json" \
-  --plot "$out/live_sim_torques.png" > "$out/live_sim_table.txt"
-rosrun panda_sim2real compare --bag "$out/live.bag" --sim-topic /sim/joint_states_realistic \
-  --json "$out/live_realeasy.json" --plot "$out/live_realeasy_torques.png" > "$out/live_realeasy_table.txt"
+echo "== live: pipeline.launch robot:=fci_standin, $live_n new trajectories and $live_tasks task repeats"
+live() {   # live NAME KINDS COUNT SEED [method args...]: one roslaunch on a private master
+  local name="$1" kinds="$2" count="$3" seed="$4"
+  shift 4
+  local port
+  port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" "$root/launch/pipeline.launch" \
+    robot:=fci_standin bag:="$out/live_$name.bag" kinds:="$kinds" trajectories:="$count" \
+    seed:="$seed" "$@" > "$out/live_$name.log" 2>&1 || { tail -n 30 "$out/live_$name.log"; exit 1; }
+  rosrun panda_sim2real compare --bag "$out/live_$name.bag" --json "$out/live_${name}.json" \
+    --plot "$out/live_${name}.png" > /dev/null
+}
+methods=(sim_config:="$work/identified_sim.yaml" realeasy_model:="$work/realeasy.pt"
+         kernels:="$work/kernels.yaml")
+live nominal single,multi,cartesian "$live_n" 4242
+live chain single,multi,cartesian "$live_n" 4242 "${methods[@]}"
+live nominal_task task "$live_tasks" 4243
+live chain_task task "$live_tasks" 4243 "${methods[@]}"
+for name in chain chain_task; do
+  rosrun panda_sim2real compare --bag "$out/live_$name.bag" --sim-topic /sim/joint_states_realistic \
+    --json "$out/live_${name}_realeasy.json" --plot "$out/live_${name}_realeasy.png" > /dev/null
+done
 
 echo "== compliant actuators (embedded simulation): paper 003 Fig. 8 and the §4.3 ILC"
 rosrun compliant_actuator_gazebo reproduce_fig8 --json "$out/fig8.json" --plot "$out/fig8.png" \

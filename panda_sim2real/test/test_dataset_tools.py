@@ -13,7 +13,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from panda_sim2real.alignment import align_all
-from panda_sim2real.dataset import Dataset, SPLITS, build_dataset, split_counts
+from panda_sim2real.dataset import Dataset, SPLITS, build_dataset, split_counts, split_of
 from panda_sim2real.errors import BagError, ConfigError
 from panda_sim2real.gap_report import compare_recording, format_table, gap_statistics, plot_torques
 from panda_sim2real.limits import JointLimits
@@ -202,6 +202,18 @@ def test_build_dataset_splits(recording, limits):
     assert ds.label == LABEL and ds.skipped_messages == 4
     again = build_dataset(recording, limits, seed=0)
     np.testing.assert_array_equal(again.split, ds.split)
+
+
+def test_a_data_set_takes_another_ones_split(recording, limits):
+    reference = build_dataset(recording, limits, seed=0)
+    given = split_of(reference)
+    other = build_dataset(recording, limits, seed=5, splits=given)     # the seed no longer matters
+    assert split_of(other) == given
+    del given[int(reference.trajectory_ids[0])]
+    fewer = build_dataset(recording, limits, splits=given)
+    assert len(fewer) == len(reference) - 1 and fewer.skipped_pairs == 1
+    with pytest.raises(ConfigError, match="unknown split"):
+        build_dataset(recording, limits, splits={t: "nonsense" for t in given})
 
 
 def test_split_counts_for_few_trajectories():

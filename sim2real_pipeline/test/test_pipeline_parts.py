@@ -76,6 +76,11 @@ def test_a_failed_stage_is_named_earlier_ones_are_kept_and_the_next_run_resumes(
     reseeded = load_settings(None, out=str(tmp_path / "out"), seed=7)
     run_pipeline(reseeded, str(tmp_path / "w"), _stages(log), say=lambda s: None)
     assert log == ["one", "two", "three"]
+    # a stage whose file is gone runs again, and so does every stage that reads from it
+    log.clear()
+    os.remove(tmp_path / "w" / "one.out")
+    run_pipeline(reseeded, str(tmp_path / "w"), _stages(log), say=lambda s: None)
+    assert log == ["one", "two", "three"]
 
 
 # ------------------------------------------------------------------------------ gate
@@ -127,6 +132,10 @@ def test_settings_from_the_file_and_the_options(tmp_path):
     broken.write_text("[1, 2")
     with pytest.raises(PipelineError, match="cannot read"):
         load_settings(str(broken), out="o")
+    bag = tmp_path / "x.bag"
+    bag.write_bytes(b"")
+    with pytest.raises(PipelineError, match="go together"):
+        load_settings(None, out="o", tasks_bag=str(bag))
 
 
 # ------------------------------------------------------------------------------ tools
@@ -145,6 +154,7 @@ def test_a_failing_tool_becomes_one_line_naming_the_stage():
 # ------------------------------------------------------------------------------ identified sim
 
 def test_the_identified_simulator_config_is_one_the_simulator_accepts(tmp_path):
+    from panda_sim2real.errors import ConfigError
     from panda_sim2real.robot_config import RobotConfig
     from panda_sim2real.urdf_model import nominal_urdf_path
     out = str(tmp_path / "sim.yaml")
@@ -156,7 +166,7 @@ def test_the_identified_simulator_config_is_one_the_simulator_accepts(tmp_path):
     np.testing.assert_allclose(config.torque_sensor.offset[1], -0.2)
     np.testing.assert_allclose(config.torque_sensor.noise_std, 0.0)
     bad = Joint(friction=[[0.5, 8.0, float("nan")]] * 7)
-    with pytest.raises(Exception):
+    with pytest.raises(ConfigError, match="friction"):
         write_identified_config(nominal_urdf_path(), 4000, bad, str(tmp_path / "bad.yaml"))
     assert os.listdir(tmp_path) == ["sim.yaml"]
 
@@ -186,9 +196,9 @@ def test_models_from_another_run_are_taken_not_learnt(tmp_path):
             open(path, "w").close()
             return StageRecord(name, "", {"out": path}, {})
         return run
-    stages = (Stage("collect", make("collect"), (), lambda s: {}, "c"),
+    stages = (Stage("collect", make("collect"), (), lambda s: {"n": s.trajectories}, "c"),
               Stage("identify", make("identify"), ("collect",), lambda s: {}, "i"),
-              Stage("evaluate", make("evaluate"), ("identify",), lambda s: {}, "e"))
+              Stage("evaluate", make("evaluate"), ("collect", "identify"), lambda s: {}, "e"))
     first = load_settings(None, out=str(tmp_path / "a"))
     run_pipeline(first, str(tmp_path / "a"), stages, say=lambda s: None)
     assert log == ["collect", "identify", "evaluate"]
@@ -197,6 +207,64 @@ def test_models_from_another_run_are_taken_not_learnt(tmp_path):
     ctx = run_pipeline(transfer, str(tmp_path / "b"), stages, say=lambda s: None)
     assert log == ["collect", "evaluate"]
     assert ctx.records["identify"].outputs["out"] == str(tmp_path / "a" / "identify.out")
+    # new data under the taken model: everything that reads the data runs again
+    log.clear()
+    changed = load_settings(None, out=str(tmp_path / "b"), models_from=str(tmp_path / "a"),
+                            trajectories=transfer.trajectories + 5)
+    run_pipeline(changed, str(tmp_path / "b"), stages, say=lambda s: None)
+    assert log == ["collect", "evaluate"]
     with pytest.raises(PipelineError, match="stage identify: .* holds no finished identify"):
         run_pipeline(load_settings(None, out="c", models_from=str(tmp_path / "b" / "stages")),
                      str(tmp_path / "c"), stages, say=lambda s: None)
+
+
+# ------------------------------------------------------------------------------ data
+
+def test_the_identification_data_hold_only_the_training_trajectories(tmp_path):
+    from panda_sim2real.collection import CollectionRequest, run_collection
+    from sim2real_pipeline.identification_data import write_identification_data
+    bag = str(tmp_path / "pairs.bag")
+    run_collection(CollectionRequest(out=bag, trajectories=4, seed=3, kinds=("single",),
+                                     show_progress=False))
+    out = str(tmp_path / "id.npz")
+    figures = write_identification_data(bag, [1, 3], out)
+    with np.load(out) as npz:
+        t, segment = npz["t"], npz["segment"]
+        assert list(npz["joint_names"]) == [f"panda_joint{j}" for j in range(1, 8)]
+    assert figures["trajectories"] == 2 and sorted(set(segment.tolist())) == [0, 1]
+    from panda_sim2real.pair_bag import read_pairs
+    pairs = {p.trajectory_id: p for p in read_pairs(bag, [f"panda_joint{j}" for j in range(1, 8)]).pairs}
+    for k, tid in enumerate((1, 3)):
+        np.testing.assert_array_equal(t[segment == k], pairs[tid].real.t)
+    with pytest.raises(PipelineError, match="stage identify: .* none of the 1 training"):
+        write_identification_data(bag, [99], out)
+
+
+class _Dataset:
+    """The parts of panda_sim2real's Dataset random_sets reads."""
+
+    def __init__(self, ids, splits, arrays):
+        self.trajectory_ids, self.split, self._arrays = np.array(ids), np.array(splits), arrays
+
+    def trajectory(self, index, normalised=True):
+        return self._arrays[index]
+
+
+def test_random_sets_score_every_stage_on_the_same_robot_samples():
+    from sim2real_pipeline.evaluation import errors_of, random_sets
+    real = np.zeros((10, 21))
+    nominal = _Dataset([4, 5], ["validation", "test"], [(np.ones((10, 21)), real),
+                                                        (np.ones((8, 21)), real[:8])])
+    identified = _Dataset([5, 4], ["test", "validation"], [(np.full((7, 21), 0.5), real[:7]),
+                                                           (np.full((12, 21), 0.5), real)])
+    sets = random_sets(nominal, identified, ("validation",), lambda s: s * 0.2)
+    assert sets.ids == (4,)
+    errors = errors_of(sets)
+    assert errors["simulation"]["torque_mse"] == [1.0] * 7
+    np.testing.assert_allclose(errors["identified"]["position_mse"], 0.25)
+    np.testing.assert_allclose(errors["identified+realeasy"]["velocity_mse"], 0.01)
+    test = random_sets(nominal, identified, ("test",), None)
+    assert [len(a) for a in test.stages["simulation"][0]] == [7]      # the shorter of 8 and 7
+    assert set(test.stages) == {"simulation", "identified"}
+    with pytest.raises(PipelineError, match="no trajectory of the split"):
+        random_sets(nominal, identified, ("cartesian",), None)

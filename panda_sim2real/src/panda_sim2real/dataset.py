@@ -178,14 +178,24 @@ class Dataset:
                    skipped_messages=int(a.get("skipped_messages", 0)))
 
 
+def split_of(dataset: Dataset) -> dict[int, str]:
+    """Trajectory id -> split of a data set (to give another data set of the same trajectories
+    the same split, :func:`build_dataset` ``splits``)."""
+    return {int(t): str(s) for t, s in zip(dataset.trajectory_ids, dataset.split)}
+
+
 def build_dataset(recording: PairRecording, limits: JointLimits, seed: int = 0,
                   rate: float = 100.0, pre: float = 0.3,
-                  progress: Optional[Progress] = None) -> Dataset:
+                  progress: Optional[Progress] = None,
+                  splits: Optional[dict[int, str]] = None) -> Dataset:
     """Align, normalise and split the pairs of a recording (paper 000 §IV-B, §V).
 
     Only kinds single/multi/cartesian enter the data set (others, e.g. the work cycle's 'task'
     repeats, are left out); pairs that cannot be aligned are skipped and counted
-    (``skipped_pairs``). Raises BagError if there is no such pair or none can be aligned.
+    (``skipped_pairs``). ``splits`` (trajectory id -> split, e.g. :func:`split_of` another data
+    set of the same bag's trajectories) replaces the seeded split; a trajectory it does not name
+    is left out and counted as skipped. Raises BagError if there is no such pair or none can be
+    aligned (or named).
     """
     if tuple(limits.joint_names) != tuple(recording.joint_names):
         raise BagError(f"bag {recording.path} was read for joints {recording.joint_names}, "
@@ -197,16 +207,29 @@ def build_dataset(recording: PairRecording, limits: JointLimits, seed: int = 0,
     if not result.aligned:
         raise BagError(f"bag {recording.path}: none of its {len(result.skipped)} data-set "
                        f"trajectory pairs could be aligned")
+    aligned, skipped = list(result.aligned), len(result.skipped)
+    if splits is not None:
+        named = [p for p in aligned if p.trajectory_id in splits]
+        skipped += len(aligned) - len(named)
+        aligned = named
+        if not aligned:
+            raise BagError(f"bag {recording.path}: none of its aligned trajectories is named by "
+                           f"the given split")
+        unknown = sorted({splits[p.trajectory_id] for p in aligned} - set(SPLITS))
+        if unknown:
+            raise ConfigError(f"unknown split(s) {unknown}; choose from {SPLITS}")
     scaler = JointLimitScaler.from_limits(limits)
-    lengths = np.array([len(p) for p in result.aligned], dtype=np.int64)
-    kinds = [p.kind for p in result.aligned]
+    lengths = np.array([len(p) for p in aligned], dtype=np.int64)
+    kinds = [p.kind for p in aligned]
+    split = (np.array([splits[p.trajectory_id] for p in aligned], dtype="<U10")
+             if splits is not None else assign_splits(kinds, seed))
     return Dataset(
-        sim=scaler.transform(np.concatenate([p.sim for p in result.aligned])).astype(np.float32),
-        real=scaler.transform(np.concatenate([p.real for p in result.aligned])).astype(np.float32),
+        sim=scaler.transform(np.concatenate([p.sim for p in aligned])).astype(np.float32),
+        real=scaler.transform(np.concatenate([p.real for p in aligned])).astype(np.float32),
         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-        trajectory_ids=np.array([p.trajectory_id for p in result.aligned], dtype=np.int64),
-        kinds=np.array(kinds, dtype=str), split=assign_splits(kinds, seed),
-        shifts=np.array([p.shift for p in result.aligned], dtype=float),
+        trajectory_ids=np.array([p.trajectory_id for p in aligned], dtype=np.int64),
+        kinds=np.array(kinds, dtype=str), split=split,
+        shifts=np.array([p.shift for p in aligned], dtype=float),
         scaler=scaler, joint_names=tuple(limits.joint_names), rate=float(rate),
-        label=recording.label, skipped_pairs=len(result.skipped),
+        label=recording.label, skipped_pairs=skipped,
         skipped_messages=recording.skipped_messages)

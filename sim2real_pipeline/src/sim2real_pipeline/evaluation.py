@@ -56,6 +56,8 @@ class RandomSets:
 
 
 def load_datasets(nominal_path: str, identified_path: str) -> tuple[Any, Any]:
+    """The nominal and the identified data sets (panda_sim2real Dataset); PipelineError if one
+    is missing or corrupt."""
     from panda_sim2real.dataset import Dataset
     from panda_sim2real.errors import Sim2RealError
     try:
@@ -77,21 +79,24 @@ def random_sets(nominal: Any, identified: Any, splits: Sequence[str],
     if not ids:
         raise PipelineError("evaluate", f"no trajectory of the split(s) {', '.join(splits)} in "
                                         f"both data sets")
-    sim, real_n, ident, real_i = [], [], [], []
+    sim, ident, real = [], [], []
     for t in ids:
-        s, r = nominal.trajectory(index_n[t], normalised=False)
-        sim.append(s)
-        real_n.append(r)
-        s, r = identified.trajectory(index_i[t], normalised=False)
-        ident.append(s)
-        real_i.append(r)
-    stages = {"simulation": (sim, real_n), "identified": (ident, real_i)}
+        s_n, r_n = nominal.trajectory(index_n[t], normalised=False)
+        s_i, _ = identified.trajectory(index_i[t], normalised=False)
+        # both data sets cut the robot's stream from the same start (its start point minus the
+        # same lead); every stage is scored on the same robot samples, the shorter length
+        n = min(len(s_n), len(s_i))
+        sim.append(s_n[:n])
+        ident.append(s_i[:n])
+        real.append(r_n[:n])
+    stages = {"simulation": (sim, real), "identified": (ident, real)}
     if correct is not None:
-        stages[realeasy_stage] = ([correct(s) for s in ident], real_i)
+        stages[realeasy_stage] = ([correct(s) for s in ident], real)
     return RandomSets(ids, stages)
 
 
 def errors_of(sets: RandomSets) -> dict[str, Errors]:
+    """Per-joint MSE of every stage of ``sets``."""
     return {stage: mse(pred, real) for stage, (pred, real) in sets.stages.items()}
 
 

@@ -6,12 +6,12 @@ Held-out trajectories never enter it.
 """
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import numpy as np
 
 from sim2real_pipeline.errors import PipelineError
+from sim2real_pipeline.files import atomic_path
 
 
 def write_identification_data(bag: str, trajectory_ids: Sequence[int], out: str,
@@ -42,8 +42,6 @@ def write_identification_data(bag: str, trajectory_ids: Sequence[int], out: str,
                                    for k, p in enumerate(pairs)]),
         "joint_names": np.array(limits.joint_names, dtype=str),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = f"{out}.tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, out)
+    with atomic_path(out, suffix=".npz") as tmp:
+        np.savez(tmp, **arrays)
     return {"trajectories": len(pairs), "samples": int(t.shape[0]), "label": recording.label}

@@ -75,6 +75,9 @@ class PipelineSettings:
         k = self.kernels
         if not (k.step > 0.0 and k.settle >= 0.0 and k.rollouts >= 1 and k.sigma > 0.0):
             raise bad(f"kernel settings out of range: {k}")
+        if (self.pairs_bag is None) != (self.tasks_bag is None):
+            raise bad("recorded pairs and a recorded task set go together: give both "
+                      "--pairs-bag and --tasks-bag, or neither")
         if self.models_from is not None and not os.path.isdir(self.models_from):
             raise bad(f"models from: no work directory {self.models_from}")
         for name in ("pairs_bag", "tasks_bag", "reality_config"):

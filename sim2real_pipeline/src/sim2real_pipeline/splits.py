@@ -10,9 +10,7 @@ decides on validation trajectories only; the report's figures are on the test tr
 """
 from __future__ import annotations
 
-from typing import Sequence
-
-import numpy as np
+from typing import Any, Sequence
 
 from sim2real_pipeline.errors import PipelineError
 
@@ -33,13 +31,10 @@ def task_split(ids: Sequence[int], train: float, validation: float) -> dict[int,
             for k, i in enumerate(ids)}
 
 
-def by_split(splits: dict[int, str], names: Sequence[str]) -> list[int]:
-    """The ids whose split is one of ``names``, sorted."""
-    return sorted(i for i, s in splits.items() if s in names)
-
-
-def check_same(a: np.ndarray, b: np.ndarray, what: str, stage: str) -> None:
-    """PipelineError unless two id/split arrays agree."""
-    if a.shape != b.shape or not np.array_equal(a, b):
-        raise PipelineError(stage, f"{what} differ between the data sets; the re-simulated bag "
-                                   f"does not hold the same trajectories")
+def task_repeats(trajectories: Sequence[Any], name: str, settings: Any) -> list[Any]:
+    """The repeats (objects with ``trajectory_id``) of split ``name`` under the settings'
+    task_train / task_validation fractions, in order of execution."""
+    splits = task_split([t.trajectory_id for t in trajectories], settings.task_train,
+                        settings.task_validation)
+    return sorted((t for t in trajectories if splits[t.trajectory_id] == name),
+                  key=lambda t: t.trajectory_id)

@@ -14,60 +14,25 @@ directory and writes its own files; the packages' tools do the work, as a user r
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import yaml
 
+from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
+from sim2real_pipeline.files import atomic_path, read_json
 from sim2real_pipeline.settings import PipelineSettings
-from sim2real_pipeline.splits import TRAIN, by_split, task_split
-from sim2real_pipeline.tools import command_line, run_tool
-from sim2real_pipeline.workdir import StageRecord, WorkDir
-
-QUIET_TOOLS = ("collect", "resimulate", "identify")   # the tools with --quiet (no progress bar)
-
-
-@dataclass
-class Context:
-    settings: PipelineSettings
-    work: WorkDir
-    records: dict[str, StageRecord] = field(default_factory=dict)
-    commands: dict[str, list[str]] = field(default_factory=dict)
-
-    def output(self, stage: str, name: str) -> str:
-        return self.records[stage].outputs[name]
-
-    def figures(self, stage: str) -> dict[str, Any]:
-        return self.records[stage].figures
-
-    def tool(self, stage: str, package: str, name: str, *args: Any) -> None:
-        argv = ["rosrun", package, name, *(str(a) for a in args)]
-        if self.settings.quiet and name in QUIET_TOOLS:
-            argv.append("--quiet")
-        self.commands.setdefault(stage, []).append(command_line(argv))
-        run_tool(stage, argv, quiet=self.settings.quiet)
-
-
-def _read_json(path: str, stage: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as exc:
-        raise PipelineError(stage, f"cannot read {path}: {exc}") from exc
-
+from sim2real_pipeline.splits import TRAIN, task_repeats
+from sim2real_pipeline.workdir import StageRecord
 
 # ----------------------------------------------------------------------------------------------
 
 def collect(ctx: Context) -> StageRecord:
     s, w = ctx.settings, ctx.work
     if s.recorded:
-        if s.tasks_bag is None:
-            raise PipelineError("collect", "recorded pairs need a recorded task set too "
-                                           "(--tasks-bag)")
         return StageRecord("collect", "", {"pairs": os.path.abspath(s.pairs_bag),
                                            "tasks": os.path.abspath(s.tasks_bag)},
                            {"recorded": True})
@@ -86,8 +51,8 @@ def collect(ctx: Context) -> StageRecord:
              "--json", w.path("collect_tasks.json"))
     return StageRecord("collect", "", {"pairs": pairs, "tasks": tasks},
                        {"label": label,
-                        "pairs": _read_json(w.path("collect_pairs.json"), "collect"),
-                        "tasks": _read_json(w.path("collect_tasks.json"), "collect")})
+                        "pairs": read_json(w.path("collect_pairs.json"), "collect"),
+                        "tasks": read_json(w.path("collect_tasks.json"), "collect")})
 
 
 def split(ctx: Context) -> StageRecord:
@@ -114,7 +79,7 @@ def identify(ctx: Context) -> StageRecord:
              nominal_urdf_path(), "--param", s.parametrisation, "--epochs", s.identify_epochs,
              "--seed", s.seed, *(["--friction"] if s.identify_friction else []),
              *(["--offset"] if s.identify_offset else []), "--out", urdf, "--json", report)
-    result = _read_json(report, "identify")
+    result = read_json(report, "identify")
     check_identification(result, report)
     figures.update({k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after",
                                            "damping", "friction", "epochs", "seconds",
@@ -146,8 +111,10 @@ def check_identification(result: dict[str, Any], source: str) -> None:
                                         f"({', '.join(bad) or 'see ' + source})")
     values = [v for phi in (result.get("friction") or {}).values() for v in phi]
     values += list(result.get("damping") or [])
+    values += list((result.get("torque_offset") or {}).values())
     if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
-        raise PipelineError("identify", f"non-finite damping or friction in {source}")
+        raise PipelineError("identify", f"non-finite damping, friction or torque offset in "
+                                        f"{source}")
 
 
 @dataclass(frozen=True)
@@ -203,15 +170,10 @@ def write_identified_config(urdf: str, physics_rate: float, joint: Joint, out: s
     text = ("# The simulator with the URDF identified by diffnea_ros (written by the pipeline;\n"
             "# panda_sim2real config/sim/panda_sim.yaml otherwise).\n"
             + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None))
-    tmp = f"{out}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    try:
+    with atomic_path(out) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
         RobotConfig.from_yaml(tmp)      # refuse what the simulator would refuse
-    except Exception:
-        os.remove(tmp)
-        raise
-    os.replace(tmp, out)
 
 
 def resimulate(ctx: Context) -> StageRecord:
@@ -223,11 +185,14 @@ def resimulate(ctx: Context) -> StageRecord:
         ctx.tool("resimulate", "panda_sim2real", "resimulate", "--bag",
                  ctx.output("collect", name), "--sim-config", config, "--seed", s.seed,
                  "--out", outputs[name], "--json", w.path(f"resimulate_{name}.json"))
+    # the same trajectories in the same splits as the nominal data set: Realeasy trains, and the
+    # gate and the report measure, on the trajectories identification saw or did not see
     outputs["dataset"] = w.path("dataset_identified.npz")
-    ctx.tool("resimulate", "panda_sim2real", "dataset", "--bag", outputs["pairs"], "--seed",
-             s.seed, "--out", outputs["dataset"], "--json", w.path("dataset_identified.json"))
+    ctx.tool("resimulate", "panda_sim2real", "dataset", "--bag", outputs["pairs"],
+             "--splits-from", ctx.output("split", "dataset"), "--out", outputs["dataset"],
+             "--json", w.path("dataset_identified.json"))
     return StageRecord("resimulate", "", outputs,
-                       {name: _read_json(w.path(f"resimulate_{name}.json"), "resimulate")
+                       {name: read_json(w.path(f"resimulate_{name}.json"), "resimulate")
                         for name in ("pairs", "tasks")})
 
 
@@ -237,7 +202,7 @@ def realeasy(ctx: Context) -> StageRecord:
     ctx.tool("realeasy", "realeasy_ros", "train", "--data", ctx.output("resimulate", "dataset"),
              "--model", "realtime", "--out", model, "--seed", s.seed, "--max-minutes",
              s.train_minutes, "--json", report)
-    return StageRecord("realeasy", "", {"model": model}, _read_json(report, "realeasy"))
+    return StageRecord("realeasy", "", {"model": model}, read_json(report, "realeasy"))
 
 
 def kernels(ctx: Context) -> StageRecord:
@@ -246,26 +211,17 @@ def kernels(ctx: Context) -> StageRecord:
     from kernel_manager_ros.errors import KernelError
     from kernel_manager_ros.generation import GenerationConfig, generate_kernels
     from kernel_manager_ros.kernel_file import save_kernels
-    from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, histories,
-                                          read_pair_trajectories)
-    from kernel_manager_ros.state_spec import StateSpec
-    from panda_sim2real.limits import JointLimits
+    from kernel_manager_ros.panda import histories
 
     s, k = ctx.settings, ctx.settings.kernels
     try:
-        spec = StateSpec.from_yaml(PANDA_TOPICS)
-        limits = JointLimits.from_yaml()
-        layout = PandaLayout.from_spec(spec, limits.dof)
-        trajectories, label = read_pair_trajectories(ctx.output("resimulate", "tasks"), spec,
-                                                     limits)
-        splits = task_split([t.trajectory_id for t in trajectories], s.task_train,
-                            s.task_validation)
-        train = [t for t in trajectories if splits[t.trajectory_id] == TRAIN]
+        trajectories, layout, label = task_trajectories(ctx.output("resimulate", "tasks"))
+        train = task_repeats(trajectories, TRAIN, s)
         h_sim, h_phy = histories(train, layout, k.step)
         config = GenerationConfig(rollouts=k.rollouts, max_rollout_length=k.max_rollout_length,
                                   sigma=k.sigma, epsilon_p=k.epsilon_p, fit_length=k.fit_length,
                                   seed=s.seed)
-        kernel_set, report = generate_kernels(h_sim, h_phy, spec, config, not s.quiet)
+        kernel_set, report = generate_kernels(h_sim, h_phy, layout.spec, config, not s.quiet)
     except KernelError as exc:
         raise PipelineError("kernels", exc) from exc
     kernel_set.metadata.update(bag=ctx.output("resimulate", "tasks"), step=k.step,
@@ -278,17 +234,31 @@ def kernels(ctx: Context) -> StageRecord:
         "generation.generate_kernels -> kernel_file.save_kernels")
     return StageRecord("kernels", "", {"kernels": path},
                        {"counts": kernel_set.counts(), "total": len(kernel_set),
-                        "splits": {str(i): v for i, v in splits.items()},
+                        "train_repeats": [t.trajectory_id for t in train],
                         "history": {"sim_transitions": len(h_sim),
                                     "phy_transitions": len(h_phy)},
                         "generation": {key: v for key, v in report.to_dict().items()
                                        if key != "seconds"}})
 
 
+def task_trajectories(bag: str) -> tuple[list[Any], Any, str]:
+    """The task repeats of a pair bag with their commands (kernel_manager_ros PandaTrajectory),
+    the Panda's state layout of config/panda_topics.yaml, and the robot's label."""
+    from kernel_manager_ros.panda import PANDA_TOPICS, PandaLayout, read_pair_trajectories
+    from kernel_manager_ros.state_spec import StateSpec
+    from panda_sim2real.limits import JointLimits
+    spec = StateSpec.from_yaml(PANDA_TOPICS)
+    limits = JointLimits.from_yaml()
+    trajectories, label = read_pair_trajectories(bag, spec, limits)
+    return trajectories, PandaLayout.from_spec(spec, limits.dof), label
+
+
 # ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Stage:
+    """One stage: its function, the stages whose files it reads, the settings it depends on."""
+
     name: str
     run: Callable[[Context], StageRecord]
     upstream: tuple[str, ...]
@@ -296,14 +266,23 @@ class Stage:
     description: str
 
 
+def _file_text(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode(errors="replace")
+
+
 def _collect_settings(s: PipelineSettings) -> dict[str, Any]:
+    """What the collected data depend on: the recorded bags (path, size, time), or the
+    settings and every configuration file collect reads."""
+    from panda_sim2real.robot_config import SIM_CONFIG_FILE
+    from panda_sim2real.work_cycle import DEFAULT_WORK_CYCLE_FILE
     if s.recorded:
-        return {"pairs_bag": os.path.abspath(s.pairs_bag), "tasks_bag": s.tasks_bag,
-                "mtime": [os.path.getmtime(p) for p in (s.pairs_bag, s.tasks_bag or s.pairs_bag)]}
-    with open(s.reality_config, "rb") as f:
-        reality = f.read().decode(errors="replace")
+        bags = [os.path.abspath(p) for p in (s.pairs_bag, s.tasks_bag)]
+        return {"bags": bags, "stat": [(os.path.getsize(p), os.path.getmtime(p)) for p in bags]}
+    generator = os.path.join(os.path.dirname(DEFAULT_WORK_CYCLE_FILE), "trajectories.yaml")
     return {"trajectories": s.trajectories, "task_repeats": s.task_repeats, "seed": s.seed,
-            "reality_config": reality}
+            "files": [_file_text(p) for p in (s.reality_config, SIM_CONFIG_FILE,
+                                               DEFAULT_WORK_CYCLE_FILE, generator)]}
 
 
 def stage_list() -> tuple[Stage, ...]:
@@ -318,7 +297,7 @@ def stage_list() -> tuple[Stage, ...]:
                          "friction": s.identify_friction, "offset": s.identify_offset,
                          "physics_rate": s.identified_physics_rate or "auto"},
               "diffnea_ros: the robot's inertials, damping, friction, torque offsets"),
-        Stage("resimulate", resimulate, ("identify",), lambda s: {"seed": s.seed},
+        Stage("resimulate", resimulate, ("collect", "split", "identify"), lambda s: {"seed": s.seed},
               "the same commands in the identified simulator"),
         Stage("realeasy", realeasy, ("resimulate",),
               lambda s: {"minutes": s.train_minutes, "seed": s.seed},
@@ -327,15 +306,12 @@ def stage_list() -> tuple[Stage, ...]:
               lambda s: {"kernels": dataclasses.asdict(s.kernels), "seed": s.seed,
                          "split": [s.task_train, s.task_validation]},
               "state-space kernels on the training task repeats"),
-        Stage("evaluate", ev.evaluate, ("realeasy", "kernels"),
+        Stage("evaluate", ev.evaluate,
+              ("collect", "split", "identify", "resimulate", "realeasy", "kernels"),
               lambda s: {"split": [s.task_train, s.task_validation],
                          "step": s.kernels.step, "settle": s.kernels.settle},
               "every stage on validation and test data, acceptance gate"),
-        Stage("report", ev.report, ("evaluate",), lambda s: {"out": os.path.abspath(s.out)},
+        Stage("report", ev.report, ("identify", "realeasy", "kernels", "evaluate"),
+              lambda s: {"out": os.path.abspath(s.out)},
               "pipeline.json, report.md and plots"),
     )
-
-
-def task_ids(ctx: Context, split_name: str) -> list[int]:
-    splits = {int(i): v for i, v in ctx.figures("kernels")["splits"].items()}
-    return by_split(splits, (split_name,))

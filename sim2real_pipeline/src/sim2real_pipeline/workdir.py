@@ -1,9 +1,11 @@
 """The resumable work directory: one record per finished stage.
 
 ``OUT/stages/<stage>.json`` holds the stage's fingerprint (a hash of its settings and of the
-fingerprints of the stages it reads from), the files it produced and its figures. A stage whose
-record matches its fingerprint and whose files are all there is kept on the next run; changing a
-setting redoes that stage and every stage after it, a failed stage leaves no record.
+run ids of the stages it reads from), a run id (new each time the stage runs), the files it
+produced and its figures. A stage whose record matches its fingerprint and whose files are all
+there is kept on the next run. A stage that runs again, because a setting changed or a file of
+its is gone, gets a new run id, so every stage that reads from it runs again too; a failed stage
+leaves no record.
 """
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from sim2real_pipeline.files import write_json
+
 
 def fingerprint(settings: Mapping[str, Any], upstream: Mapping[str, str]) -> str:
-    """sha256 of the stage's settings and its upstream stages' fingerprints."""
+    """sha256 of the stage's settings and its upstream stages' run ids."""
     text = json.dumps({"settings": settings, "upstream": dict(upstream)}, sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -23,14 +27,18 @@ def fingerprint(settings: Mapping[str, Any], upstream: Mapping[str, str]) -> str
 
 @dataclass(frozen=True)
 class StageRecord:
+    """What a finished stage left: its files (name -> path) and figures; the runner adds the
+    fingerprint it ran under and a run id."""
+
     stage: str
     fingerprint: str
-    outputs: dict[str, str]       # name -> path (inside the work directory or given by the user)
+    outputs: dict[str, str]
     figures: dict[str, Any]
+    run_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "fingerprint": self.fingerprint, "outputs": self.outputs,
-                "figures": self.figures}
+        return {"stage": self.stage, "fingerprint": self.fingerprint, "run_id": self.run_id,
+                "outputs": self.outputs, "figures": self.figures}
 
 
 class WorkDir:
@@ -54,7 +62,7 @@ class WorkDir:
             with open(self._record_path(stage), encoding="utf-8") as f:
                 raw = json.load(f)
             record = StageRecord(raw["stage"], raw["fingerprint"], dict(raw["outputs"]),
-                                 dict(raw["figures"]))
+                                 dict(raw["figures"]), str(raw.get("run_id", "")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if not all(os.path.exists(p) for p in record.outputs.values()):
@@ -67,13 +75,8 @@ class WorkDir:
         return record if record is not None and record.fingerprint == print_ else None
 
     def save(self, record: StageRecord) -> None:
-        """Write the record atomically (temp file, then rename)."""
-        path = self._record_path(record.stage)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(record.to_dict(), f, indent=2, sort_keys=True, default=float)
-            f.write("\n")
-        os.replace(tmp, path)
+        """Write the record atomically."""
+        write_json(self._record_path(record.stage), record.to_dict())
 
     def forget(self, stage: str) -> None:
         """Drop a stage's record (it will run again)."""

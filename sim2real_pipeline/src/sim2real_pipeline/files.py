@@ -1,0 +1,42 @@
+"""Files the pipeline writes: atomically (a temporary file renamed into place, removed if the
+writing fails), so an interrupted stage never leaves a half-written file under the final name."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any, Iterator
+
+from sim2real_pipeline.errors import PipelineError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
+    """A temporary path beside ``path`` (ending in ``suffix``, for writers that insist on an
+    extension); renamed to ``path`` when the block ends without an error, removed otherwise."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp{suffix}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_text(path: str, text: str) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def write_json(path: str, figures: Any) -> None:
+    write_text(path, json.dumps(figures, indent=2, sort_keys=False, default=float) + "\n")
+
+
+def read_json(path: str, stage: str) -> Any:
+    """The JSON a tool wrote; PipelineError(stage, ...) if it is missing or not JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise PipelineError(stage, f"cannot read {path}: {exc}") from exc

@@ -158,6 +158,26 @@ def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
     return kinds
 
 
+def minimum_jerk_duration(dist: np.ndarray, c: float, limits: JointLimits) -> float:
+    """The shortest duration of a synchronised minimum-jerk move over ``dist`` [rad] whose peak
+    velocity and acceleration stay within ``c`` times the limits:
+    T = max_j max(15/8 |D_j| / (c v_j), sqrt(10/sqrt(3) |D_j| / (c a_j)))."""
+    moving = np.abs(dist)
+    return float(np.max(np.maximum(PEAK_VELOCITY * moving / (c * limits.velocity),
+                                   np.sqrt(PEAK_ACCELERATION * moving / (c * limits.acceleration)))))
+
+
+def checked_start(limits: JointLimits, start: np.ndarray) -> np.ndarray:
+    """``start`` as a new float array; ValueError unless it holds one finite position per joint,
+    inside the position limits."""
+    start = np.asarray(start, dtype=float).copy()
+    if start.shape != (limits.dof,) or not np.all(np.isfinite(start)):
+        raise ValueError(f"start needs {limits.dof} finite joint positions, got {start}")
+    if not np.all(limits.within_position(start)):
+        raise ValueError(f"start {start} is outside the joint position limits")
+    return start
+
+
 class TrajectoryGenerator:
     """Draws random moves of the Realeasy data set (paper 000, §IV-B) from a seeded generator.
 
@@ -194,11 +214,7 @@ class TrajectoryGenerator:
         found in CARTESIAN_TRIES directions falls back to a 'multi' move.
         """
         kinds = check_kinds(kinds)
-        start = np.asarray(start, dtype=float).copy()
-        if start.shape != (self.limits.dof,) or not np.all(np.isfinite(start)):
-            raise ValueError(f"start needs {self.limits.dof} finite joint positions, got {start}")
-        if not np.all(self.limits.within_position(start)):
-            raise ValueError(f"start {start} is outside the joint position limits")
+        start = checked_start(self.limits, start)
         s = self.settings
         joint_kinds = [k for k in ("single", "multi") if k in kinds]
         c = float(self._rng.uniform(*s.velocity_scaling))
@@ -236,11 +252,7 @@ class TrajectoryGenerator:
         whole number of knot intervals, so peak velocity and acceleration stay within c times
         the limits."""
         dist = target - start
-        moving = np.abs(dist)
-        duration = float(np.max(np.maximum(
-            PEAK_VELOCITY * moving / (c * self.limits.velocity),
-            np.sqrt(PEAK_ACCELERATION * moving / (c * self.limits.acceleration)))))
-        n = self._knots(duration)
+        n = self._knots(minimum_jerk_duration(dist, c, self.limits))
         s, ds = minimum_jerk(np.arange(n + 1) / n)
         positions = start + np.outer(s, dist)
         velocities = np.outer(ds, dist) / (n * self._dt)

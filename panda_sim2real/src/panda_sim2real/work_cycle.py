@@ -25,8 +25,9 @@ from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import CONFIG_DIR, JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
 from panda_sim2real.trajectory import PlannedTrajectory
-from panda_sim2real.trajectory_generation import (PEAK_ACCELERATION, PEAK_VELOCITY, GeneratorSettings,
-                                                 TrajectoryGenerator, minimum_jerk)
+from panda_sim2real.trajectory_generation import (GeneratorSettings, TrajectoryGenerator,
+                                                 checked_start, minimum_jerk,
+                                                 minimum_jerk_duration)
 from panda_sim2real.yaml_files import read_yaml
 
 DEFAULT_WORK_CYCLE_FILE = os.path.join(CONFIG_DIR, "work_cycle.yaml")
@@ -181,11 +182,7 @@ class WorkCycleGenerator:
         kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
         if kinds != (TASK,):
             raise ConfigError(f"the work cycle draws only kind '{TASK}', got {list(kinds)}")
-        start = np.asarray(start, dtype=float).copy()
-        if start.shape != (self.limits.dof,) or not np.all(np.isfinite(start)):
-            raise ValueError(f"start needs {self.limits.dof} finite joint positions, got {start}")
-        if not np.all(self.limits.within_position(start)):
-            raise ValueError(f"start {start} is outside the joint position limits")
+        start = checked_start(self.limits, start)
         s = self.settings
         c = float(self._rng.uniform(*s.velocity_scaling))
         unit = np.clip(self._rng.standard_normal((len(s.poses), self.limits.dof)),
@@ -219,10 +216,7 @@ class WorkCycleGenerator:
         generator's rule: T = max_j max(15/8 |D_j| / (c v_j), sqrt(10/sqrt(3) |D_j| / (c a_j)))
         rounded up to whole knot intervals; ends exactly at a and b."""
         dist = b - a
-        moving = np.abs(dist)
-        duration = float(np.max(np.maximum(
-            PEAK_VELOCITY * moving / (c * self.limits.velocity),
-            np.sqrt(PEAK_ACCELERATION * moving / (c * self.limits.acceleration)))))
+        duration = minimum_jerk_duration(dist, c, self.limits)
         n = max(1, math.ceil(duration * self.settings.knot_rate - 1e-9))
         s, ds = minimum_jerk(np.arange(n + 1) / n)
         positions = a + np.outer(s, dist)

@@ -31,6 +31,8 @@ from sim2real_pipeline.workdir import StageRecord
 # ----------------------------------------------------------------------------------------------
 
 def collect(ctx: Context) -> StageRecord:
+    """The random pairs and the task repeats: collected against the reality config, or the
+    recorded bags given."""
     s, w = ctx.settings, ctx.work
     if s.recorded:
         return StageRecord("collect", "", {"pairs": os.path.abspath(s.pairs_bag),
@@ -56,6 +58,7 @@ def collect(ctx: Context) -> StageRecord:
 
 
 def split(ctx: Context) -> StageRecord:
+    """The random pairs' data set (aligned at 100 Hz) and its seeded split by trajectory."""
     from panda_sim2real.dataset import Dataset
     out = ctx.work.path("dataset_simulation.npz")
     ctx.tool("split", "panda_sim2real", "dataset", "--bag", ctx.output("collect", "pairs"),
@@ -68,6 +71,8 @@ def split(ctx: Context) -> StageRecord:
 
 
 def identify(ctx: Context) -> StageRecord:
+    """diffnea_ros on the robot's stream of the training trajectories; the identified
+    simulator's config (URDF, friction, offsets, a stable physics rate)."""
     from panda_sim2real.urdf_model import nominal_urdf_path
     from sim2real_pipeline.identification_data import write_identification_data
     s, w = ctx.settings, ctx.work
@@ -177,6 +182,8 @@ def write_identified_config(urdf: str, physics_rate: float, joint: Joint, out: s
 
 
 def resimulate(ctx: Context) -> StageRecord:
+    """Both bags' commands in the identified simulator, and the identified pairs' data set with
+    the nominal one's split."""
     s, w = ctx.settings, ctx.work
     config = ctx.output("identify", "sim_config")
     outputs = {}
@@ -197,6 +204,7 @@ def resimulate(ctx: Context) -> StageRecord:
 
 
 def realeasy(ctx: Context) -> StageRecord:
+    """The realtime Realeasy network (tuned preset) on the identified-sim/real pairs."""
     s, w = ctx.settings, ctx.work
     model, report = w.path("realeasy.pt"), w.path("train_realeasy.json")
     ctx.tool("realeasy", "realeasy_ros", "train", "--data", ctx.output("resimulate", "dataset"),

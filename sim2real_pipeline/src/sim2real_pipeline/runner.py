@@ -57,16 +57,16 @@ def run_pipeline(settings: PipelineSettings, work_dir: str,
             if settings.models_from and stage.name in MODEL_STAGES:
                 ctx.records[stage.name] = _taken(settings, stage)
                 say(f"{title} (the model of {settings.models_from})")
-                continue
-            print_ = fingerprint(stage.settings(settings),
-                                 {u: ctx.records[u].run_id for u in stage.upstream})
-            kept = ctx.work.completed(stage.name, print_)
-            if kept is not None:
-                say(f"{title} (kept from the last run)")
-                ctx.records[stage.name] = kept
             else:
-                say(title)
-                ctx.records[stage.name] = _run_stage(ctx, stage, print_)
+                print_ = fingerprint(stage.settings(settings),
+                                     {u: ctx.records[u].run_id for u in stage.upstream})
+                kept = ctx.work.completed(stage.name, print_)
+                if kept is not None:
+                    say(f"{title} (kept from the last run)")
+                    ctx.records[stage.name] = kept
+                else:
+                    say(title)
+                    ctx.records[stage.name] = _run_stage(ctx, stage, print_)
         except PipelineError:
             raise
         except Exception as exc:   # a package error, a file, a bug: name the stage, keep the rest

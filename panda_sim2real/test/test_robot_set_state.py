@@ -84,6 +84,8 @@ def test_set_state_keeps_the_spring_deflection_of_elastic_joints():
     (np.zeros(6), np.zeros(7), "7 positions"),
     (LIMITS.home, np.full(7, np.nan), "NaN"),
     (LIMITS.home + np.array([0, 0, 0, 3.0, 0, 0, 0]), np.zeros(7), "panda_joint4"),
+    (LIMITS.home, np.array([0, 0, 1e6, 0, 0, 0, 0]), "panda_joint3 velocity"),
+    (LIMITS.home, np.array([0, 0, 0, 0, 0, 0, -10.0]), "panda_joint7 velocity"),
 ])
 def test_bad_set_state_is_refused_and_leaves_the_state(sim, q, qd, match):
     before = sim.physics.state()

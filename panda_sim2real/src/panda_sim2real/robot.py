@@ -30,7 +30,7 @@ from panda_sim2real.friction import sigmoid_friction
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.physics import JointSpacePhysics, make_physics
 from panda_sim2real.robot_config import RobotConfig
-from panda_sim2real.trajectory import PlannedTrajectory, TrajectoryExecutor
+from panda_sim2real.trajectory import LIMIT_TOLERANCE, PlannedTrajectory, TrajectoryExecutor
 from panda_sim2real.urdf_model import check_joints, load_urdf, prepare_dynamics_urdf
 
 
@@ -131,8 +131,9 @@ class SimulatedRobot:
         PID's integral) and the running trajectory go on from there. With elastic joints the
         motors move with the links, so the spring deflection theta - q is kept.
 
-        Raises ValueError (one line) for the wrong number of values, NaN/Inf, or positions
-        outside the joint limits; the state is then unchanged."""
+        Raises ValueError (one line) for the wrong number of values, NaN/Inf, positions outside
+        the joint limits or velocities beyond the velocity limits (a state no Panda can be in,
+        from which an engine may not recover); the state is then unchanged."""
         q = np.asarray(q, dtype=float).reshape(-1)
         qd = np.asarray(qd, dtype=float).reshape(-1)
         dof = self.limits.dof
@@ -147,6 +148,11 @@ class SimulatedRobot:
             raise ValueError(f"set_state: {self.limits.joint_names[j]} = {q[j]:.4f} rad is outside "
                              f"[{self.limits.position_min[j]:.4f}, "
                              f"{self.limits.position_max[j]:.4f}]")
+        too_fast = np.abs(qd) > self.limits.velocity * LIMIT_TOLERANCE
+        if np.any(too_fast):
+            j = int(np.flatnonzero(too_fast)[0])
+            raise ValueError(f"set_state: {self.limits.joint_names[j]} velocity {qd[j]:.4g} rad/s "
+                             f"is beyond the limit {self.limits.velocity[j]:.4f} rad/s")
         q_old, qd_old = self.physics.state()
         self.physics.reset(q, qd)
         if self.config.elasticity is not None:

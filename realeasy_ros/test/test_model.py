@@ -155,6 +155,9 @@ def test_model_file_round_trip(architecture, limits, tmp_path):
     assert loaded.spec == model.spec and loaded.joint_names == model.joint_names
     assert loaded.rate == 100.0 and loaded.warmup_steps == 20
     assert loaded.metadata == model.metadata
+    assert loaded.data_label == "unknown data"
+    loaded.metadata["data_label"] = "reality stand-in"
+    assert loaded.data_label == "reality stand-in"
     np.testing.assert_array_equal(loaded.scaler.lower, model.scaler.lower)
     np.testing.assert_array_equal(loaded.scaler.upper, model.scaler.upper)
     assert loaded.scaler.joint_names == model.scaler.joint_names

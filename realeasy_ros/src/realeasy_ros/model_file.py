@@ -51,6 +51,11 @@ class RealeasyModel:
         return len(self.joint_names)
 
     @property
+    def data_label(self) -> str:
+        """The robot the training data came from (``train`` stores it as ``data_label``)."""
+        return str(self.metadata.get("data_label") or self.metadata.get("label") or "unknown data")
+
+    @property
     def effective_warmup_steps(self) -> int:
         """Steps at the start of a sequence whose residual is not used: T_Warmup for the
         realtime network (Algorithm 2), none for the precise one (Algorithm 1)."""

@@ -69,7 +69,7 @@ class ResidualPublisherNode:
         rospy.loginfo("%s: %s model %s (hidden %d, %d layers, trained at %.0f Hz on '%s'), "
                       "warm-up %d steps", rospy.get_name(), model.architecture, model_path,
                       model.spec.hidden_size, model.spec.num_layers, model.rate,
-                      model.metadata.get("label", "?"), model.warmup_steps)
+                      model.data_label, model.warmup_steps)
 
     def _on_state(self, msg: JointState) -> None:
         received = time.perf_counter()

@@ -32,6 +32,7 @@ import rospy
 from roslib.message import get_message_class
 
 from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.finite import non_finite_fields
 from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
@@ -142,6 +143,11 @@ class KernelManagerNode:
     def _on_sensor(self, msg: Any, i: int) -> None:
         values = self._values_of(self.spec.sensors[i], msg)
         if values is None:
+            return
+        bad = non_finite_fields(msg)
+        if bad:   # the relay republishes the whole message: nothing non-finite goes out
+            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {self.spec.sensors[i].topic} "
+                                       f"dropped: NaN/Inf in {', '.join(bad[:3])}")
             return
         with self._lock:
             self._values[i] = values

@@ -80,13 +80,23 @@ def test_torque_and_position_commands_round_trip():
     msg = rc.torque_command_msg(tau, rc.to_time(0.005))
     np.testing.assert_array_equal(rc.torque_from_msg(msg), tau)
     assert rc.step_of(msg.header.stamp) == 5
-    q = np.linspace(-1, 1, 9)
+    q = np.array([0.0, 0.9, -1.7] * 3) + np.linspace(-0.2, 0.2, 9)
     msg = rc.position_command_msg(q, rc.to_time(0))
     np.testing.assert_array_equal(rc.position_from_msg(msg), q)
     bad = rc.position_command_msg(q, rc.to_time(0))
     bad.position = bad.position[:3]
     with pytest.raises(rc.MessageError, match="position has 3 values"):
         rc.position_from_msg(bad)
+
+
+@pytest.mark.parametrize("value", [1e308, -1e308, 1.6 + rc.POSITION_TARGET_MARGIN + 0.01])
+def test_a_position_target_far_outside_the_joint_range_is_refused(value):
+    q = np.array([0.0, 0.9, -1.7] * 3)
+    q[4] = value     # finger 120's middle joint, range [0, 1.57]
+    with pytest.raises(rc.MessageError, match="finger_upper_to_middle_joint_120 .* outside"):
+        rc.position_from_msg(rc.position_command_msg(q, rc.to_time(0)))
+    q[4] = 1.57 + 0.5 * rc.POSITION_TARGET_MARGIN                  # a little beyond: accepted
+    np.testing.assert_array_equal(rc.position_from_msg(rc.position_command_msg(q, rc.to_time(0))), q)
 
 
 def test_joint_state_needs_all_three_fields():

@@ -21,7 +21,7 @@ import numpy as np
 import pinocchio
 import robot_properties_fingers
 
-from trifinger_controllers.types import N_FINGERS, N_JOINTS
+from trifinger_controllers.types import JOINT_LOWER, JOINT_UPPER, N_FINGERS, N_JOINTS
 
 #: URDF of the TriFinger Pro inside robot_properties_fingers (as trifinger_simulation's
 #: ``finger_types_data["trifingerpro"]``).
@@ -34,10 +34,6 @@ JOINT_NAMES = tuple(
     for angle in (0, 120, 240)
     for part in ("base_to_upper", "upper_to_middle", "middle_to_lower")
 )
-#: Joint position limits [rad] of the platform (trifinger_simulation.trifingerpro_limits, equal to
-#: the URDF's).
-JOINT_LOWER = np.array([-0.33, 0.0, -2.7] * N_FINGERS)
-JOINT_UPPER = np.array([1.0, 1.57, 0.0] * N_FINGERS)
 #: The platform's default initial joint configuration [rad].
 INITIAL_POSITION = np.array([0.0, 0.9, -1.7] * N_FINGERS)
 

@@ -31,7 +31,8 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
-from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, RobotState
+from trifinger_controllers.types import (JOINT_LOWER, JOINT_UPPER, N_JOINTS, PHYSICS_RATE, CubePose,
+                                         RobotState)
 
 #: The TriFinger Pro joints as named in robot_properties_fingers' URDF (trifingerpro.urdf), the
 #: model trifinger_simulation loads: finger 0 (joints 0-2), finger 120 (3-5), finger 240 (6-8);
@@ -205,10 +206,24 @@ def position_command_msg(position: np.ndarray, stamp: genpy.Time) -> JointState:
     return _command_msg("position", position, stamp)
 
 
+#: How far [rad] a position target may lie outside a joint's range (a controller aiming at a limit
+#: overshoots it a little); beyond it the command is refused, not clipped.
+POSITION_TARGET_MARGIN = 0.2
+
+
 def position_from_msg(msg: JointState) -> np.ndarray:
     """The (9,) joint targets of a position command in JOINT_NAMES order (velocity/effort
-    ignored)."""
-    return _values("position", msg.position, _joint_order(msg.name))
+    ignored); MessageError for a target more than POSITION_TARGET_MARGIN outside the joint's
+    range (e.g. 1e308, whose PD torque overflows)."""
+    targets = _values("position", msg.position, _joint_order(msg.name))
+    outside = np.flatnonzero((targets < JOINT_LOWER - POSITION_TARGET_MARGIN)
+                             | (targets > JOINT_UPPER + POSITION_TARGET_MARGIN))
+    if outside.size:
+        i = int(outside[0])
+        raise MessageError(f"position of {JOINT_NAMES[i]} is {targets[i]:.4g} rad, outside "
+                           f"[{JOINT_LOWER[i]:g}, {JOINT_UPPER[i]:g}] by more than "
+                           f"{POSITION_TARGET_MARGIN:g} rad")
+    return targets
 
 
 # --- poses --------------------------------------------------------------------------------

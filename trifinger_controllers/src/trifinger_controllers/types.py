@@ -10,6 +10,10 @@ import numpy as np
 N_FINGERS = 3
 N_JOINTS = 9
 TORQUE_LIMIT = 0.397          # N m, each joint (TriFinger Pro; paper 004 §VI)
+#: Joint position limits [rad] of the platform (trifinger_simulation.trifingerpro_limits, equal to
+#: the URDF's).
+JOINT_LOWER = np.array([-0.33, 0.0, -2.7] * N_FINGERS)
+JOINT_UPPER = np.array([1.0, 1.57, 0.0] * N_FINGERS)
 CUBE_WIDTH = 0.065            # m (paper 004 §III: 65 mm, about 94 g)
 CUBE_MASS = 0.094             # kg
 PHYSICS_RATE = 1000.0         # Hz

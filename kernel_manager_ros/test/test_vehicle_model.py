@@ -115,6 +115,10 @@ def test_set_state_round_trip_and_partial_updates():
     assert v.get_state().pitch < 0.1           # the set pitch relaxes to the flat terrain
     with pytest.raises(KernelError, match="finite"):
         v.set_state(x=float("nan"))
+    with pytest.raises(KernelError, match="beyond the world"):
+        v.set_state(x=1e308)
+    s = v.get_state()
+    assert abs(s.x) < 10.0 and abs(s.y) < 10.0       # a refused request changes nothing
 
 
 def test_gps_velocity_after_a_set_state_comes_from_motion_not_the_jump():

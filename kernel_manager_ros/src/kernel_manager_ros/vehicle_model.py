@@ -32,6 +32,10 @@ import numpy as np
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.state_spec import config_section, read_yaml
 
+#: |x|, |y| a set_state may ask for [m]: the missions stay within tens of metres of the origin; a
+#: position beyond this is a broken request (e.g. 1e308), not a place the vehicle can be.
+WORLD_HALF_SIZE = 1000.0
+
 
 def _check_positive(owner: str, **values: float) -> None:
     for name, value in values.items():
@@ -341,7 +345,8 @@ class VehicleModel:
     def set_state(self, x: Optional[float] = None, y: Optional[float] = None,
                   yaw: Optional[float] = None, speed: Optional[float] = None,
                   pitch: Optional[float] = None) -> None:
-        """Overwrite any subset of the state (None keeps a value): the simulation then continues
+        """Overwrite any subset of the state (None keeps a value; KernelError, state unchanged, for
+        a non-finite value or a position beyond WORLD_HALF_SIZE): the simulation then continues
         from it (position and yaw directly; the speed lag and the suspension's pitch lag start
         from the given speed and pitch). Sensors report the change at their next update, as
         Gazebo's sensors do after a set-model-state; the GPS's last fix moves with the vehicle,
@@ -351,6 +356,10 @@ class VehicleModel:
                             ("pitch", pitch)):
             if value is not None and not math.isfinite(value):
                 raise KernelError(f"set_state: {name} must be finite, got {value}")
+        for name, value in (("x", x), ("y", y)):
+            if value is not None and abs(value) > WORLD_HALF_SIZE:
+                raise KernelError(f"set_state: {name} = {value:.4g} m is beyond the world "
+                                  f"(|{name}| <= {WORLD_HALF_SIZE:g} m)")
         x_before, y_before = self._x, self._y
         if x is not None:
             self._x = float(x)
@@ -370,11 +379,11 @@ class VehicleModel:
         """Place the vehicle at rest (new mission), optionally after moving the clock forward to
         ``t``: state set, commands zeroed, and fresh sensor readings at that time whose GPS
         velocity is zero (no jump from the old fix)."""
+        if t is not None and t < self.t - 1e-9:
+            raise KernelError(f"reset: time cannot go back (t={t} < {self.t})")
+        self.set_state(x=x, y=y, yaw=yaw, speed=0.0)      # refuses a bad pose before any change
         if t is not None:
-            if t < self.t - 1e-9:
-                raise KernelError(f"reset: time cannot go back (t={t} < {self.t})")
             self._n = self.steps_for(t - self.start_time)
-        self.set_state(x=x, y=y, yaw=yaw, speed=0.0)
         self._steering = self._speed_cmd = self._steering_cmd = 0.0
         self._pitch = self.terrain(self._x, self._y, self._yaw)[1]
         self._gps = self._gps_fix(previous=None)

@@ -77,11 +77,14 @@ class VehicleSimNode:
         with self._lock:
             if self.vehicle is None:
                 return
-            if msg.reset:
-                self.vehicle.reset(args["x"], args["y"], args["yaw"])
-                self._publish_all()
-            else:
-                self.vehicle.set_state(**args)
+            try:
+                if msg.reset:
+                    self.vehicle.reset(args["x"], args["y"], args["yaw"])
+                    self._publish_all()
+                else:
+                    self.vehicle.set_state(**args)
+            except KernelError as exc:     # e.g. a position beyond the world: state unchanged
+                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: set_state dropped: {exc}")
 
     # ---------------------------------------------------------------------------- running
     def _publish_all(self) -> None:

@@ -186,6 +186,20 @@ def test_aggregation_rejects_unknown_names():
         agg.update("link_state", "elbow", sample(0, 0.0))
 
 
+def test_aggregation_keeps_non_finite_samples_out_of_every_array():
+    agg = StateAggregator(layout())
+    for joint in agg.layout.names:
+        agg.update("link_state", joint, sample(1, 0.5))
+    before = agg.arrays("robot_state")
+    with pytest.raises(ValueError, match="NaN/Inf in position"):
+        agg.update("link_state", agg.layout.names[0], sample(2, float("nan")))
+    bad = JointSample(3, 0.1, 0.0, 0.0, stiffness=float("inf"))
+    with pytest.raises(ValueError, match="stiffness"):
+        agg.update("link_state", agg.layout.names[0], bad)
+    assert agg.arrays("robot_state") == before
+    assert all(math.isfinite(v) for v in agg.arrays("robot_stiffness").stiffness)
+
+
 def test_layout_yaml_roundtrip_of_the_documented_example(tmp_path):
     """The module docstring's example is a valid layout."""
     import compliant_actuator_gazebo.manager as manager

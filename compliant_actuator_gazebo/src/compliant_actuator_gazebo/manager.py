@@ -233,10 +233,17 @@ class StateAggregator:
         self._changed: dict[str, bool] = {s: False for s in STREAMS}
 
     def update(self, stream: str, joint: str, sample: JointSample) -> None:
+        """Keep ``sample`` as ``joint``'s latest on ``stream``; ValueError (the previous sample
+        kept) for an unknown stream or joint or a non-finite value, which would otherwise reach
+        every whole-robot array."""
         if stream not in self._latest:
             raise ValueError(f"unknown stream {stream!r}: expected one of {STREAMS}")
         if joint not in self.layout.names:
             raise ValueError(f"joint {joint!r} is not in the layout of robot '{self.layout.robot}'")
+        bad = [name for name in ("position", "velocity", "effort", "stiffness", "deflection")
+               if not math.isfinite(getattr(sample, name))]
+        if bad:
+            raise ValueError(f"{stream} of {joint}: NaN/Inf in {', '.join(bad)}")
         self._latest[stream][joint] = sample
         self._changed[stream] = True
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
-from sim2real_pipeline.evaluation import errors_of, load_datasets, mse, random_sets, task_replays
+from sim2real_pipeline.evaluation import (errors_of, load_datasets, mse, random_sets, task_replays,
+                                          task_trajectories)
 from sim2real_pipeline.files import read_json, write_json
 from sim2real_pipeline.gate import decide_chain
 from sim2real_pipeline.splits import HELD_OUT, TEST, VALIDATION, task_repeats
@@ -43,7 +44,6 @@ def evaluate(ctx: Context) -> StageRecord:
     from kernel_manager_ros.errors import KernelError
     from kernel_manager_ros.kernel_file import load_kernels
     from panda_sim2real.robot_config import SIM_CONFIG_FILE
-    from sim2real_pipeline.stages import task_trajectories
 
     s = ctx.settings
     nominal, identified = load_datasets(ctx.output("split", "dataset"),

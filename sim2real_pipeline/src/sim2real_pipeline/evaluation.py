@@ -112,6 +112,18 @@ class TaskReplays:
     applications: dict[str, Any]
 
 
+def task_trajectories(bag: str) -> tuple[list[Any], Any, str]:
+    """The task repeats of a pair bag with their commands (kernel_manager_ros PandaTrajectory),
+    the Panda's state layout of config/panda_topics.yaml, and the robot's label."""
+    from kernel_manager_ros.panda import PANDA_TOPICS, PandaLayout, read_pair_trajectories
+    from kernel_manager_ros.state_spec import StateSpec
+    from panda_sim2real.limits import JointLimits
+    spec = StateSpec.from_yaml(PANDA_TOPICS)
+    limits = JointLimits.from_yaml()
+    trajectories, label = read_pair_trajectories(bag, spec, limits)
+    return trajectories, PandaLayout.from_spec(spec, limits.dof), label
+
+
 def _stream(replay: Any, layout: Any) -> np.ndarray:
     """(T, 3 dof) [q, qd, tau] of a kernel replay."""
     if min(layout.position_index) < 0 or min(layout.velocity_index) < 0:

@@ -3,6 +3,7 @@ trusting a model on the robot."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, Mapping
 
@@ -19,12 +20,12 @@ def _table(errors: Mapping[str, Mapping[str, list[float]]], key: str) -> list[st
     head = "| " + QUANTITY[key] + f" MSE [{UNITS[key]}] | " + " | ".join(
         f"j{j + 1}" for j in range(dof)) + " |"
     lines = [head, "|---" * (dof + 1) + "|"]
-    sim = errors["simulation"][key]
     for stage, e in errors.items():
         lines.append(f"| {stage} | " + " | ".join(f"{v:.3g}" for v in e[key]) + " |")
         if stage != "simulation":
             lines.append(f"| ↳ {stage} vs simulation | " + " | ".join(
-                f"{s / v:.1f}x" if v > 0 else "inf" for s, v in zip(sim, e[key])) + " |")
+                f"{r:.1f}x" if math.isfinite(r) else "inf"
+                for r in ratios(e, errors["simulation"])[key]) + " |")
     return lines
 
 

@@ -23,6 +23,7 @@ import yaml
 
 from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
+from sim2real_pipeline.evaluation import task_trajectories
 from sim2real_pipeline.files import atomic_path, read_json
 from sim2real_pipeline.settings import PipelineSettings
 from sim2real_pipeline.splits import TRAIN, task_repeats
@@ -247,18 +248,6 @@ def kernels(ctx: Context) -> StageRecord:
                                     "phy_transitions": len(h_phy)},
                         "generation": {key: v for key, v in report.to_dict().items()
                                        if key != "seconds"}})
-
-
-def task_trajectories(bag: str) -> tuple[list[Any], Any, str]:
-    """The task repeats of a pair bag with their commands (kernel_manager_ros PandaTrajectory),
-    the Panda's state layout of config/panda_topics.yaml, and the robot's label."""
-    from kernel_manager_ros.panda import PANDA_TOPICS, PandaLayout, read_pair_trajectories
-    from kernel_manager_ros.state_spec import StateSpec
-    from panda_sim2real.limits import JointLimits
-    spec = StateSpec.from_yaml(PANDA_TOPICS)
-    limits = JointLimits.from_yaml()
-    trajectories, label = read_pair_trajectories(bag, spec, limits)
-    return trajectories, PandaLayout.from_spec(spec, limits.dof), label
 
 
 # ----------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def run_tool(stage: str, argv: Sequence[str], quiet: bool = False) -> None:
     assert proc.stderr is not None
     buffer = b""
     while True:
-        chunk = proc.stderr.read1(4096) if hasattr(proc.stderr, "read1") else proc.stderr.read(4096)
+        chunk = proc.stderr.read1(4096)
         if not chunk:
             break
         if not quiet:

@@ -1,0 +1,1 @@
+"""Shared input and output checks of the sim2real nodes (no ROS master needed to import)."""

@@ -1,0 +1,155 @@
+"""The shared checks: each message type's rejections, the guard's per-reason throttling and
+counters, the publish-side check, and the hostile variants the fuzz rostests send."""
+import math
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import Pose, PoseStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from sim2real_checks.errors import Rejected
+from sim2real_checks.finite import non_finite_fields, require_finite
+from sim2real_checks.fuzz import hostile_cases
+from sim2real_checks.guard import Guard
+from sim2real_checks.joint_state import JointStateSpec, check_joint_state
+from sim2real_checks.pose import check_pose
+from sim2real_checks.scalar import check_scalar
+
+SPEC = JointStateSpec.from_limits(["a", "b"], [-1, -2], [1, 2], [2, 3], [10, 20],
+                                  required=("position",))
+
+
+def state(**fields) -> JointState:
+    msg = JointState(name=["b", "a"], position=[0.5, -0.5], velocity=[], effort=[])
+    for key, value in fields.items():
+        setattr(msg, key, value)
+    return msg
+
+
+def reason(msg, spec=SPEC) -> str:
+    with pytest.raises(Rejected) as caught:
+        check_joint_state(msg, spec)
+    return caught.value.reason
+
+
+def test_joint_state_reorders_and_accepts_absent_optional_fields():
+    values = check_joint_state(state(velocity=[1.0, -1.0]), SPEC)
+    assert values.position.tolist() == [-0.5, 0.5]
+    assert values.velocity.tolist() == [-1.0, 1.0]
+    assert values.effort.size == 0
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"name": ["a", "a"]}, "names"),
+    ({"name": ["a", "c"]}, "names"),
+    ({"name": ["a", "b", "c"], "position": [0, 0, 0]}, "names"),
+    ({"position": [0.0]}, "size"),
+    ({"position": []}, "size"),
+    ({"velocity": [0.0, 0.0, 0.0]}, "size"),
+    ({"position": [math.nan, 0.0]}, "non-finite"),
+    ({"effort": [0.0, math.inf]}, "non-finite"),
+    ({"position": [0.0, 1.5]}, "bounds"),
+    ({"velocity": [1e6, 0.0]}, "bounds"),
+    ({"effort": [0.0, -1e308]}, "bounds"),
+])
+def test_joint_state_rejections(fields, expected):
+    assert reason(state(**fields)) == expected
+
+
+def test_measured_state_spec_widens_the_limits():
+    measured = JointStateSpec.from_limits(["a", "b"], [-1, -2], [1, 2], [2, 3], [10, 20],
+                                          position_margin=0.2, rate_factor=2.0)
+    check_joint_state(state(position=[0.5, -1.1], velocity=[5.0, 3.5]), measured)
+    assert reason(state(position=[0.5, -1.3]), measured) == "bounds"
+
+
+def test_pose_scalar_and_finite_checks():
+    pose = PoseStamped()
+    pose.pose.orientation.w = 1.02
+    assert check_pose(pose, 1.0).quaternion_xyzw[3] == pytest.approx(1.0)
+    pose.pose.position.x = 2.0
+    with pytest.raises(Rejected, match="farther"):
+        check_pose(pose, 1.0)
+    pose.pose.position.x, pose.pose.orientation.w = 0.0, 0.0
+    with pytest.raises(Rejected) as caught:
+        check_pose(pose.pose, 1.0)
+    assert caught.value.reason == "quaternion"
+    assert check_scalar(0.5, -1, 1) == 0.5
+    for value, expected in ((math.nan, "non-finite"), (1e308, "bounds")):
+        with pytest.raises(Rejected) as caught:
+            check_scalar(value, -1, 1)
+        assert caught.value.reason == expected
+    trajectory = JointTrajectory(points=[JointTrajectoryPoint(positions=[0.0, math.nan])])
+    assert non_finite_fields(trajectory) == ["points[0].positions[1]"]
+    with pytest.raises(Rejected, match="beyond"):
+        require_finite(Float64(data=1e9), bound=1e6)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_guard_logs_one_line_per_topic_and_reason_and_period_whatever_the_text():
+    lines, clock = [], FakeClock()
+    guard = Guard("/node", period=1.0, log=lines.append, clock=clock)
+    for k in range(1000):                      # 1 kHz of alternating bad input for 1 s
+        clock.t = k * 0.001
+        guard.reject("/in", Rejected("non-finite", f"NaN in position[{k % 7}]"))
+        guard.reject("/in", Rejected("bounds", f"velocity {k} beyond ±2"))
+        guard.reject("/in", ValueError(f"odd text {k}"))
+    assert len(lines) == 3
+    assert guard.counts[("/in", "non-finite")] == 1000
+    clock.t = 1.0
+    guard.reject("/in", Rejected("bounds", "again"))
+    assert len(lines) == 4 and "(+999 more since the last line)" in lines[-1]
+    status = guard.status()
+    assert status.level == status.WARN
+    assert {kv.key: kv.value for kv in status.values}["/in [bounds]"] == "1001"
+    assert guard.total() == 3001
+
+
+class FakePublisher:
+    resolved_name = "/out"
+
+    def __init__(self) -> None:
+        self.sent = []
+
+    def publish(self, msg) -> None:
+        self.sent.append(msg)
+
+
+def test_guard_withholds_non_finite_outputs():
+    lines, publisher = [], FakePublisher()
+    guard = Guard("/node", log=lines.append)
+    assert guard.publish(publisher, JointState(position=[1.0]))
+    assert not guard.publish(publisher, JointState(position=[math.nan]))
+    assert len(publisher.sent) == 1
+    assert guard.counts[("/out", "non-finite-output")] == 1
+    assert "not published [non-finite-output]" in lines[0]
+
+
+def test_hostile_cases_cover_every_field_and_leave_the_good_message_alone():
+    good = state(velocity=[0.0, 0.0], effort=[1.0, 1.0])
+    names = [c.name for c in hostile_cases(good)]
+    for field in ("position", "velocity", "effort"):
+        assert f"{field}=nan" in names and f"{field}=1e+308" in names
+        assert f"{field} one short" in names and f"{field} one too many" in names
+    assert "name unknown" in names and "name repeated" in names
+    assert "header.stamp far future" in names
+    assert good.position == [0.5, -0.5] and good.name == ["b", "a"]
+    rejected = 0
+    for case in hostile_cases(good):
+        try:
+            check_joint_state(case.message, SPEC)
+        except Rejected:
+            rejected += 1
+    assert rejected >= len(names) - 3          # the stamp and the 'empty' optional fields pass
+    trajectory = JointTrajectory(joint_names=["a"], points=[JointTrajectoryPoint(positions=[0.0])])
+    assert "points[0].positions=-inf" in [c.name for c in hostile_cases(trajectory)]
+    assert np.isnan(hostile_cases(Pose())[0].message.position.x)

@@ -9,7 +9,7 @@ from std_msgs.msg import String
 
 from panda_sim2real.errors import BagError
 from panda_sim2real.joint_state_bag import DROP_REASONS, BagFile, read_joint_states
-from panda_sim2real.joint_state_layout import (MISSING_JOINT, NON_FINITE, InvalidJointState,
+from sim2real_checks.joint_state import (MISSING_JOINT, NON_FINITE, InvalidJointState,
                                                JointStateLayout)
 
 TOPIC = "/real/joint_states"

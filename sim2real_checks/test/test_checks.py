@@ -13,12 +13,12 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.finite import non_finite_fields, require_finite
 from sim2real_checks.fuzz import hostile_cases
 from sim2real_checks.guard import Guard
-from sim2real_checks.joint_state import JointStateSpec, check_joint_state
+from sim2real_checks.joint_state import (JointBounds, JointStateLayout, JointStateSpec,
+                                        check_joint_state)
 from sim2real_checks.pose import check_pose
 from sim2real_checks.scalar import check_scalar
 
-SPEC = JointStateSpec.from_limits(["a", "b"], [-1, -2], [1, 2], [2, 3], [10, 20],
-                                  required=("position",))
+SPEC = JointStateSpec(("a", "b"), bounds=JointBounds.from_limits([-1, -2], [1, 2], [2, 3], [10, 20]))
 
 
 def state(**fields) -> JointState:
@@ -42,14 +42,14 @@ def test_joint_state_reorders_and_accepts_absent_optional_fields():
 
 
 @pytest.mark.parametrize("fields, expected", [
-    ({"name": ["a", "a"]}, "names"),
-    ({"name": ["a", "c"]}, "names"),
-    ({"name": ["a", "b", "c"], "position": [0, 0, 0]}, "names"),
-    ({"position": [0.0]}, "size"),
-    ({"position": []}, "size"),
-    ({"velocity": [0.0, 0.0, 0.0]}, "size"),
-    ({"position": [math.nan, 0.0]}, "non-finite"),
-    ({"effort": [0.0, math.inf]}, "non-finite"),
+    ({"name": ["a", "a"]}, "malformed"),
+    ({"name": ["a", "c"]}, "missing_joint"),
+    ({"name": ["a", "b", "c"], "position": [0, 0, 0]}, "unknown_joint"),
+    ({"position": [0.0]}, "malformed"),
+    ({"position": []}, "malformed"),
+    ({"velocity": [0.0, 0.0, 0.0]}, "malformed"),
+    ({"position": [math.nan, 0.0]}, "non_finite"),
+    ({"effort": [0.0, math.inf]}, "non_finite"),
     ({"position": [0.0, 1.5]}, "bounds"),
     ({"velocity": [1e6, 0.0]}, "bounds"),
     ({"effort": [0.0, -1e308]}, "bounds"),
@@ -59,10 +59,19 @@ def test_joint_state_rejections(fields, expected):
 
 
 def test_measured_state_spec_widens_the_limits():
-    measured = JointStateSpec.from_limits(["a", "b"], [-1, -2], [1, 2], [2, 3], [10, 20],
-                                          position_margin=0.2, rate_factor=2.0)
+    measured = JointStateSpec(("a", "b"), bounds=JointBounds.from_limits(
+        [-1, -2], [1, 2], [2, 3], [10, 20], position_margin=0.2, rate_factor=2.0))
     check_joint_state(state(position=[0.5, -1.1], velocity=[5.0, 3.5]), measured)
     assert reason(state(position=[0.5, -1.3]), measured) == "bounds"
+
+
+def test_layout_ignores_extra_joints_by_default_and_maps_both_ways():
+    layout = JointStateLayout(["a", "b"])
+    q, qd, tau = layout.arrays(["f", "b", "a"], [9, 2, 1], [0, 0, 0], [0, 5, 4])
+    assert q.tolist() == [1, 2] and tau.tolist() == [4, 5]
+    out = np.zeros(6)
+    layout.fill(["a", "b"], [1, 2], [3, 4], [5, 6], out)
+    assert layout.message(JointState().header, out).velocity == [3.0, 4.0]
 
 
 def test_pose_scalar_and_finite_checks():
@@ -77,7 +86,7 @@ def test_pose_scalar_and_finite_checks():
         check_pose(pose.pose, 1.0)
     assert caught.value.reason == "quaternion"
     assert check_scalar(0.5, -1, 1) == 0.5
-    for value, expected in ((math.nan, "non-finite"), (1e308, "bounds")):
+    for value, expected in ((math.nan, "non_finite"), (1e308, "bounds")):
         with pytest.raises(Rejected) as caught:
             check_scalar(value, -1, 1)
         assert caught.value.reason == expected
@@ -100,11 +109,11 @@ def test_guard_logs_one_line_per_topic_and_reason_and_period_whatever_the_text()
     guard = Guard("/node", period=1.0, log=lines.append, clock=clock)
     for k in range(1000):                      # 1 kHz of alternating bad input for 1 s
         clock.t = k * 0.001
-        guard.reject("/in", Rejected("non-finite", f"NaN in position[{k % 7}]"))
+        guard.reject("/in", Rejected("non_finite", f"NaN in position[{k % 7}]"))
         guard.reject("/in", Rejected("bounds", f"velocity {k} beyond ±2"))
         guard.reject("/in", ValueError(f"odd text {k}"))
     assert len(lines) == 3
-    assert guard.counts[("/in", "non-finite")] == 1000
+    assert guard.counts[("/in", "non_finite")] == 1000
     clock.t = 1.0
     guard.reject("/in", Rejected("bounds", "again"))
     assert len(lines) == 4 and "(+999 more since the last line)" in lines[-1]
@@ -130,8 +139,8 @@ def test_guard_withholds_non_finite_outputs():
     assert guard.publish(publisher, JointState(position=[1.0]))
     assert not guard.publish(publisher, JointState(position=[math.nan]))
     assert len(publisher.sent) == 1
-    assert guard.counts[("/out", "non-finite-output")] == 1
-    assert "not published [non-finite-output]" in lines[0]
+    assert guard.counts[("/out", "non_finite_output")] == 1
+    assert "not published [non_finite_output]" in lines[0]
 
 
 def test_hostile_cases_cover_every_field_and_leave_the_good_message_alone():

@@ -3,7 +3,7 @@
 franka_ros's ``franka_state_controller`` publishes the arm's joint states (measured torque tau_J
 as effort) and a ``position_joint_trajectory_controller`` (or any JointTrajectoryController)
 takes trajectories. The relay republishes the former on ``joint_states`` in the Panda's joint
-order (each message checked by :class:`~panda_sim2real.joint_state_layout.JointStateLayout`:
+order (each message checked by :class:`~sim2real_checks.joint_state.JointStateLayout`:
 names, lengths, NaN/Inf; the finger joints are dropped) and forwards ``joint_trajectory_controller/
 command`` to the latter after fci_bridge's checks of the knots and of the executed interpolant,
 with the checked velocities (so the controller follows the cubic that was checked). It does not
@@ -20,7 +20,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.errors import TrajectoryRejected
-from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
+from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
 from panda_sim2real.node_runner import run_node

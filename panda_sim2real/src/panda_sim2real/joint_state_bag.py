@@ -7,7 +7,7 @@ identification data of diffnea_ros, the kernels of kernel_manager_ros).
 * :class:`BagFile`: a bag open for reading, where everything rosbag raises for a missing,
   corrupt or truncated file is one :class:`BagError` line.
 
-Messages are validated by :class:`~panda_sim2real.joint_state_layout.JointStateLayout`; the ones
+Messages are validated by :class:`~sim2real_checks.joint_state.JointStateLayout`; the ones
 left out are counted by reason (:data:`DROP_REASONS`), never returned.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import rosbag
 
 from panda_sim2real.bag_layout import label_topic
 from panda_sim2real.errors import BagError
-from panda_sim2real.joint_state_layout import (MALFORMED, MISSING_JOINT, NON_FINITE,
+from sim2real_checks.joint_state import (MALFORMED, MISSING_JOINT, NON_FINITE,
                                                InvalidJointState, JointStateLayout, check_fields)
 
 JOINT_STATE_TYPE = "sensor_msgs/JointState"

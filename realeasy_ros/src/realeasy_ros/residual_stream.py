@@ -1,7 +1,7 @@
 """Realeasy on a live stream of joint states (paper 000 Algorithms 2-3), without ROS: the
 ``residual_publisher`` node is a thin layer over :class:`ResidualStream`.
 
-* :class:`~panda_sim2real.joint_state_layout.JointStateLayout` maps each JointState into the
+* :class:`~sim2real_checks.joint_state.JointStateLayout` maps each JointState into the
   model's [q, qd, tau] order by joint name, or says what is wrong with it, before the hidden
   state is touched.
 * :class:`ResidualStream` runs one realtime step per valid sample (warm-up first, Algorithm 2) and
@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from panda_sim2real.joint_state_layout import InvalidJointState, JointStateLayout
+from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
 from realeasy_ros.model_file import RealeasyModel
 from realeasy_ros.realtime import RealtimeResidual
 

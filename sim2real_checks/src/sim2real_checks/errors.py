@@ -4,7 +4,7 @@ from __future__ import annotations
 
 class Rejected(ValueError):
     """An unusable message. ``reason`` is a short code shared by every node (``names``, ``size``,
-    ``non-finite``, ``bounds``, ``stamp``, ``type``) that keys the throttled log line and the
+    ``non_finite``, ``bounds``, ``stamp``, ``type``) that keys the throttled log line and the
     diagnostics counter; the message says what exactly is wrong, on one line."""
 
     def __init__(self, reason: str, detail: str) -> None:

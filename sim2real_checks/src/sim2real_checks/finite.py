@@ -32,11 +32,11 @@ def non_finite_fields(msg: Any) -> list[str]:
 
 def require_finite(msg: Any, bound: float = math.inf) -> Any:
     """``msg`` itself if every float is finite (and within ``±bound``); else :class:`Rejected`
-    (``non-finite`` or ``bounds``) naming the first fields at fault."""
+    (``non_finite`` or ``bounds``) naming the first fields at fault."""
     bad = non_finite_fields(msg)
     if bad:
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        raise Rejected("non-finite", f"NaN/Inf in {', '.join(bad[:3])}{more}")
+        raise Rejected("non_finite", f"NaN/Inf in {', '.join(bad[:3])}{more}")
     big = [path for path, value in float_fields(msg) if abs(value) > bound]
     if big:
         raise Rejected("bounds", f"{big[0]} beyond ±{bound:g}")

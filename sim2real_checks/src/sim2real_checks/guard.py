@@ -16,7 +16,7 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.finite import non_finite_fields
 
 T = TypeVar("T")
-OUTPUT_REASON = "non-finite-output"
+OUTPUT_REASON = "non_finite_output"
 
 
 def reason_of(exc: BaseException) -> str:

@@ -1,46 +1,184 @@
-"""The check of a sensor_msgs/JointState: names, sizes, NaN/Inf and physical bounds, with the
-values returned in the checker's joint order."""
+"""The one check of a sensor_msgs/JointState, shared by every node and bag reader: a message
+mapped by joint name onto a model's joint order, or the first problem found (repeated, missing
+or unknown joints, wrong lengths, NaN/Inf, values beyond the robot's physical bounds).
+:class:`JointStateLayout` maps fields both ways (the 21-dimensional [q, qd, tau] state of paper
+000 §IV); :class:`JointStateSpec` with :func:`check_joint_state` is the per-message form."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Optional, Sequence
 
 import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
 
 from sim2real_checks.errors import Rejected
 
+# InvalidJointState.reason: what is wrong, for the throttled logs and the dropped-message counts
+MALFORMED = "malformed"            # names and arrays do not match (lengths, repeated names)
+MISSING_JOINT = "missing_joint"    # a joint of the layout is not in the message
+UNKNOWN_JOINT = "unknown_joint"    # a joint the layout does not know (where extras are refused)
+NON_FINITE = "non_finite"          # NaN/Inf in a value of the layout's joints
+OUT_OF_BOUNDS = "bounds"           # beyond a position, velocity or effort bound
 FIELDS = ("position", "velocity", "effort")
+
+
+class InvalidJointState(Rejected):
+    """A joint state that cannot be used; the message says why (one line)."""
+
+    def __init__(self, message: str, reason: str = MALFORMED) -> None:
+        super().__init__(reason, message)
+
+
+@dataclass(frozen=True)
+class JointBounds:
+    """Physical bounds in a layout's joint order: positions in [position_min, position_max],
+    |velocity| <= velocity_max, |effort| <= effort_max."""
+
+    position_min: np.ndarray
+    position_max: np.ndarray
+    velocity_max: np.ndarray
+    effort_max: np.ndarray
+
+    @classmethod
+    def from_limits(cls, position_min: Sequence[float], position_max: Sequence[float],
+                    velocity: Sequence[float], effort: Sequence[float],
+                    position_margin: float = 0.0, rate_factor: float = 1.0) -> "JointBounds":
+        """Bounds from a robot's limits. A measured state may pass a limit a little: widen the
+        positions by ``position_margin`` (rad) and the velocity and effort limits by
+        ``rate_factor``; a command takes the limits as they are (0 and 1)."""
+        as_array = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
+        return cls(as_array(position_min) - position_margin,
+                   as_array(position_max) + position_margin,
+                   as_array(velocity) * rate_factor, as_array(effort) * rate_factor)
+
+    def check(self, names: Sequence[str], q: np.ndarray, qd: Optional[np.ndarray],
+              tau: Optional[np.ndarray]) -> None:
+        outside = (q < self.position_min) | (q > self.position_max)
+        if outside.any():
+            j = int(np.flatnonzero(outside)[0])
+            raise InvalidJointState(f"{names[j]} position {q[j]:.4g} rad outside "
+                                    f"[{self.position_min[j]:.4g}, {self.position_max[j]:.4g}]",
+                                    OUT_OF_BOUNDS)
+        for field_name, values, limit in (("velocity", qd, self.velocity_max),
+                                          ("effort", tau, self.effort_max)):
+            if values is not None and (np.abs(values) > limit).any():
+                j = int(np.flatnonzero(np.abs(values) > limit)[0])
+                raise InvalidJointState(f"{names[j]} {field_name} {values[j]:.4g} beyond "
+                                        f"±{limit[j]:.4g}", OUT_OF_BOUNDS)
+
+
+def check_fields(names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+                 effort: Sequence[float], require_velocity: bool = True,
+                 require_effort: bool = True) -> None:
+    """InvalidJointState (MALFORMED) unless the names are distinct and each field has one value
+    per name; a field not required may also be empty (not measured)."""
+    n = len(names)
+    required = {"position": True, "velocity": require_velocity, "effort": require_effort}
+    for field_name, values in zip(FIELDS, (position, velocity, effort)):
+        if len(values) != n and not (not required[field_name] and len(values) == 0):
+            raise InvalidJointState(f"{field_name} has {len(values)} values for {n} joint names")
+    if len(set(names)) != n:
+        repeated = sorted({name for name in names if list(names).count(name) > 1})
+        raise InvalidJointState(f"duplicate joint names in {list(names)} "
+                                f"({', '.join(repeated)} repeated)")
+
+
+class JointStateLayout:
+    """The model's joint order; maps a JointState's fields onto it by name. Extra joints (a
+    gripper's) are ignored unless ``allow_extra`` is False; ``bounds`` (optional) are checked."""
+
+    def __init__(self, joint_names: Sequence[str], bounds: Optional[JointBounds] = None,
+                 allow_extra: bool = True) -> None:
+        self.joint_names = tuple(joint_names)
+        self.dof = len(self.joint_names)
+        self.bounds = bounds
+        self.allow_extra = allow_extra
+        self._cached_names: Optional[tuple[str, ...]] = None
+        self._order: Optional[list[int]] = None
+
+    def _order_for(self, names: Sequence[str]) -> Optional[list[int]]:
+        """Index of each model joint in ``names`` (distinct); None when ``names`` is the model's
+        order."""
+        names = tuple(names)
+        if names == self._cached_names:
+            return self._order
+        index = {n: i for i, n in enumerate(names)}
+        missing = [n for n in self.joint_names if n not in index]
+        if missing:
+            raise InvalidJointState(f"missing joint(s) {', '.join(missing)} "
+                                    f"(got {list(names)})", MISSING_JOINT)
+        if not self.allow_extra and len(names) != self.dof:
+            unknown = [n for n in names if n not in self.joint_names]
+            raise InvalidJointState(f"unknown joint(s) {', '.join(unknown)}; expected "
+                                    f"{list(self.joint_names)}", UNKNOWN_JOINT)
+        order = [index[n] for n in self.joint_names]
+        self._cached_names = names
+        self._order = None if order == list(range(self.dof)) and len(names) == self.dof else order
+        return self._order
+
+    def arrays(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+               effort: Sequence[float], require_velocity: bool = True, require_effort: bool = True
+               ) -> tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
+        """(q, qd, tau), each (dof,) float64 in the layout's order; qd (tau) is None for an empty
+        velocity (effort) that is not required. InvalidJointState if a joint is missing,
+        repeated or unknown, a field does not have one value per name, a value is NaN/Inf or
+        beyond the bounds."""
+        check_fields(names, position, velocity, effort, require_velocity, require_effort)
+        order = self._order_for(names)
+
+        def pick(values: Sequence[float]) -> Optional[np.ndarray]:
+            if len(values) != len(names):
+                return None
+            array = np.asarray(values, dtype=np.float64)
+            return array if order is None else array[order]
+
+        q, qd, tau = pick(position), pick(velocity), pick(effort)
+        if not (np.isfinite(q).all() and (qd is None or np.isfinite(qd).all())
+                and (tau is None or np.isfinite(tau).all())):
+            bad = [f"{field_name} of {self.joint_names[i]}"
+                   for field_name, values in zip(FIELDS, (q, qd, tau)) if values is not None
+                   for i in np.flatnonzero(~np.isfinite(values))]
+            raise InvalidJointState(f"NaN/Inf in {', '.join(bad[:3])}", NON_FINITE)
+        if self.bounds is not None:
+            self.bounds.check(self.joint_names, q, qd, tau)
+        return q, qd, tau
+
+    def fill(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+             effort: Sequence[float], out: np.ndarray) -> None:
+        """Write [q, qd, tau] into ``out`` (3 dof,); InvalidJointState as :meth:`arrays` (every
+        field required), ``out`` is then untouched."""
+        q, qd, tau = self.arrays(names, position, velocity, effort)
+        dof = self.dof
+        out[:dof], out[dof:2 * dof], out[2 * dof:] = q, qd, tau
+
+    def message(self, header: Header, state: np.ndarray) -> JointState:
+        """A JointState with ``header`` and the (3 dof,) ``state`` as position, velocity and
+        effort of the layout's joints, in its order."""
+        dof = self.dof
+        msg = JointState()
+        msg.header = header
+        msg.name = list(self.joint_names)
+        msg.position = state[:dof].tolist()
+        msg.velocity = state[dof:2 * dof].tolist()
+        msg.effort = state[2 * dof:].tolist()
+        return msg
 
 
 @dataclass(frozen=True)
 class JointStateSpec:
-    """What a node accepts. ``names``: the joints it needs, in its order (others in the message
-    are refused unless ``allow_extra``). ``required``: the fields that need one value per joint;
-    the others may be empty (absent) or full. Bounds are optional arrays in ``names`` order:
-    ``position_min/max`` and the magnitude limits ``velocity_max`` and ``effort_max``."""
+    """What a node accepts: ``names`` in its order (others refused unless ``allow_extra``),
+    ``required`` fields besides the positions (the others may be empty), optional ``bounds``."""
 
     names: tuple[str, ...]
     required: tuple[str, ...] = ("position",)
-    position_min: Optional[np.ndarray] = None
-    position_max: Optional[np.ndarray] = None
-    velocity_max: Optional[np.ndarray] = None
-    effort_max: Optional[np.ndarray] = None
+    bounds: Optional[JointBounds] = None
     allow_extra: bool = False
 
-    @classmethod
-    def from_limits(cls, names: Sequence[str], position_min: Sequence[float],
-                    position_max: Sequence[float], velocity: Sequence[float],
-                    effort: Sequence[float], position_margin: float = 0.0, rate_factor: float = 1.0,
-                    required: tuple[str, ...] = ("position",),
-                    allow_extra: bool = False) -> "JointStateSpec":
-        """Bounds from a robot's limits. A measured state may pass a limit a little: widen the
-        positions by ``position_margin`` (rad) and the velocity and effort limits by
-        ``rate_factor``; a command takes the limits as they are (0 and 1)."""
-        return cls(tuple(names), required,
-                   np.asarray(position_min, dtype=float) - position_margin,
-                   np.asarray(position_max, dtype=float) + position_margin,
-                   np.asarray(velocity, dtype=float) * rate_factor,
-                   np.asarray(effort, dtype=float) * rate_factor, allow_extra)
+    @cached_property
+    def layout(self) -> JointStateLayout:
+        return JointStateLayout(self.names, self.bounds, self.allow_extra)
 
 
 @dataclass(frozen=True)
@@ -54,47 +192,9 @@ class JointValues:
 
 
 def check_joint_state(msg: Any, spec: JointStateSpec) -> JointValues:
-    """The values of ``msg`` in ``spec.names`` order, or :class:`Rejected` with the first problem
-    found: ``names`` (unknown, missing, repeated), ``size``, ``non-finite``, ``bounds``."""
-    names = list(msg.name)
-    if len(set(names)) != len(names):
-        raise Rejected("names", f"repeated joint names in {names}")
-    missing = [n for n in spec.names if n not in names]
-    if missing:
-        raise Rejected("names", f"joints {missing} missing (got {names})")
-    extra = [n for n in names if n not in spec.names]
-    if extra and not spec.allow_extra:
-        raise Rejected("names", f"unknown joints {extra}; expected {list(spec.names)}")
-    order = [names.index(n) for n in spec.names]
-    values = {}
-    for field in FIELDS:
-        raw = getattr(msg, field)
-        if len(raw) == 0 and field not in spec.required:
-            values[field] = np.zeros(0)
-            continue
-        if len(raw) != len(names):
-            raise Rejected("size", f"{len(raw)} {field} values for {len(names)} joint names")
-        array = np.asarray(raw, dtype=float)[order]
-        if not np.all(np.isfinite(array)):
-            raise Rejected("non-finite", f"NaN/Inf in {field}")
-        values[field] = array
-    _check_bounds(spec, values)
-    return JointValues(msg.header.stamp.to_sec(), values["position"], values["velocity"],
-                       values["effort"])
-
-
-def _check_bounds(spec: JointStateSpec, values: dict[str, np.ndarray]) -> None:
-    q = values["position"]
-    if len(q) and spec.position_min is not None and spec.position_max is not None:
-        outside = np.flatnonzero((q < spec.position_min) | (q > spec.position_max))
-        if outside.size:
-            j = int(outside[0])
-            raise Rejected("bounds", f"{spec.names[j]} position {q[j]:.4g} rad outside "
-                                     f"[{spec.position_min[j]:.4g}, {spec.position_max[j]:.4g}]")
-    for field, limit in (("velocity", spec.velocity_max), ("effort", spec.effort_max)):
-        v = values[field]
-        if len(v) and limit is not None:
-            beyond = np.flatnonzero(np.abs(v) > limit)
-            if beyond.size:
-                j = int(beyond[0])
-                raise Rejected("bounds", f"{spec.names[j]} {field} {v[j]:.4g} beyond ±{limit[j]:.4g}")
+    """The values of ``msg`` in ``spec.names`` order, or :class:`InvalidJointState`."""
+    q, qd, tau = spec.layout.arrays(msg.name, msg.position, msg.velocity, msg.effort,
+                                    "velocity" in spec.required, "effort" in spec.required)
+    empty = np.zeros(0)
+    return JointValues(msg.header.stamp.to_sec(), q, empty if qd is None else qd,
+                       empty if tau is None else tau)

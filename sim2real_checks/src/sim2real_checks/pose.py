@@ -21,7 +21,7 @@ class CheckedPose:
 
 def check_pose(pose, max_distance: float) -> CheckedPose:
     """Position within ``max_distance`` (m) of the origin and a unit quaternion, or
-    :class:`Rejected` (``non-finite``, ``bounds``, ``quaternion``)."""
+    :class:`Rejected` (``non_finite``, ``bounds``, ``quaternion``)."""
     pose = getattr(pose, "pose", pose)
     require_finite(pose)
     p = np.array([pose.position.x, pose.position.y, pose.position.z])

@@ -8,7 +8,7 @@ import rospy
 import yaml
 
 from panda_sim2real.limits import JointLimits
-from panda_sim2real.robot_node import SET_JOINT_STATE, joint_state_target
+from panda_sim2real.robot_node import SET_JOINT_STATE, joint_state_target, set_state_spec
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.manager_node import SetStateInterface
@@ -37,7 +37,7 @@ def test_motor_kernel_state_is_a_set_state_panda_sim_accepts(panda):
     assert interface.topic == f"/sim/{SET_JOINT_STATE}"
     assert msg.header.stamp == rospy.Time(12, 5)
     assert list(msg.name) == list(limits.joint_names)
-    got_q, got_qd = joint_state_target(msg, limits)        # panda_sim's own parser
+    got_q, got_qd = joint_state_target(msg, set_state_spec(limits))   # panda_sim's own parser
     np.testing.assert_array_equal(got_q, q)
     np.testing.assert_array_equal(got_qd, qd)
 

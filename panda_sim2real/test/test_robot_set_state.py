@@ -5,16 +5,18 @@ import threading
 
 import numpy as np
 import pytest
-import rospy
 from sensor_msgs.msg import JointState
 
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.robot import SimulatedRobot
 from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
-from panda_sim2real.robot_node import RobotNode, joint_state_target
+from sim2real_checks.guard import Guard
+
+from panda_sim2real.robot_node import RobotNode, joint_state_target, set_state_spec
 from panda_sim2real.trajectory import validate_trajectory
 
 LIMITS = JointLimits.from_yaml()
+SPEC = set_state_spec(LIMITS)
 SIM = RobotConfig.from_yaml(SIM_CONFIG_FILE)
 REAL = RobotConfig.from_yaml(REALITY_CONFIG_FILE)
 OFFSET = np.array([0.1, -0.05, 0.08, 0.1, -0.1, 0.05, 0.2])
@@ -102,37 +104,41 @@ def request(names, position, velocity=()):
 def test_joint_state_target_reorders_by_name_and_empty_velocity_is_rest():
     names = list(reversed(LIMITS.joint_names))
     q = LIMITS.home + OFFSET
-    got_q, got_qd = joint_state_target(request(names, q[::-1], np.arange(7.0)[::-1]), LIMITS)
+    got_q, got_qd = joint_state_target(request(names, q[::-1], 0.1 * np.arange(7.0)[::-1]), SPEC)
     np.testing.assert_allclose(got_q, q)
-    np.testing.assert_allclose(got_qd, np.arange(7.0))
-    _, at_rest = joint_state_target(request(LIMITS.joint_names, q), LIMITS)
+    np.testing.assert_allclose(got_qd, 0.1 * np.arange(7.0))
+    _, at_rest = joint_state_target(request(LIMITS.joint_names, q), SPEC)
     np.testing.assert_array_equal(at_rest, np.zeros(7))
 
 
 @pytest.mark.parametrize("msg, match", [
-    (request(LIMITS.joint_names[:6], LIMITS.home[:6]), "not the robot's joints"),
-    (request(LIMITS.joint_names[:6] + ("finger",), LIMITS.home), "not the robot's joints"),
+    (request(LIMITS.joint_names[:6], LIMITS.home[:6]), "missing joint.*panda_joint7"),
+    (request(LIMITS.joint_names + ("finger",), list(LIMITS.home) + [0.0]), "unknown joint.*finger"),
     (request(LIMITS.joint_names[:6] + LIMITS.joint_names[:1], LIMITS.home), "duplicate"),
-    (request(LIMITS.joint_names, LIMITS.home[:5]), "5 positions"),
-    (request(LIMITS.joint_names, LIMITS.home, [0.0] * 3), "3 velocities"),
+    (request(LIMITS.joint_names, LIMITS.home[:5]), "position has 5 values"),
+    (request(LIMITS.joint_names, LIMITS.home, [0.0] * 3), "velocity has 3 values"),
     (request(LIMITS.joint_names, [np.inf] + list(LIMITS.home[1:])), "NaN/Inf"),
+    (request(LIMITS.joint_names, LIMITS.home, [0, 0, 1e6, 0, 0, 0, 0]), "panda_joint3 velocity"),
+    (request(LIMITS.joint_names, LIMITS.position_max + 0.1), "panda_joint1 position"),
 ])
 def test_joint_state_target_names_the_problem(msg, match):
     with pytest.raises(ValueError, match=match):
-        joint_state_target(msg, LIMITS)
+        joint_state_target(msg, SPEC)
 
 
-def test_node_drops_a_bad_request_with_a_throttled_error_and_applies_a_good_one(sim, monkeypatch):
+def test_node_drops_a_bad_request_with_a_throttled_error_and_applies_a_good_one(sim):
     errors = []
-    monkeypatch.setattr(rospy, "logerr_throttle", lambda period, text: errors.append(text))
     node = RobotNode.__new__(RobotNode)    # the handler alone: no master needed
     node.limits, node.robot, node._lock = LIMITS, sim, threading.Lock()
+    node.guard, node.set_state_spec = Guard("/sim/panda_sim", log=errors.append), SPEC
     before = sim.physics.state()[0]
     for bad in (request(["a"] * 7, LIMITS.home),
                 request(LIMITS.joint_names, [np.nan] * 7),
-                request(LIMITS.joint_names, LIMITS.position_max + 0.1)):
+                request(LIMITS.joint_names, LIMITS.position_max + 0.1),
+                request(LIMITS.joint_names, LIMITS.position_max + 0.2)):
         node._on_set_state(bad)
-    assert len(errors) == 3 and all("set_joint_state dropped" in e for e in errors)
+    assert len(errors) == 3 and all("set_joint_state: rejected [" in e for e in errors)
+    assert node.guard.counts[("set_joint_state", "bounds")] == 2
     np.testing.assert_array_equal(sim.physics.state()[0], before)
     node._on_set_state(request(LIMITS.joint_names, LIMITS.home + OFFSET, np.ones(7)))
     np.testing.assert_allclose(sim.measure().position, LIMITS.home + OFFSET, atol=1e-12)

@@ -14,7 +14,13 @@ class ConfigError(Sim2RealError):
 
 
 class TrajectoryRejected(Sim2RealError):
-    """A commanded trajectory is unusable (names, sizes, NaN, limits, timing)."""
+    """A commanded trajectory is unusable; ``reason`` is the short code the nodes' throttled
+    logs and diagnostics counters use (sim2real_checks): ``malformed`` (names, sizes),
+    ``non_finite``, ``timing``, ``bounds`` (position, velocity or motion limits), ``continuity``."""
+
+    def __init__(self, message: str, reason: str = "trajectory") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class BagError(Sim2RealError):

@@ -340,7 +340,8 @@ class FciBridge:
             when = "its start" if takeover == plan.start else "now (its start is past)"
             raise TrajectoryRejected(
                 f"at {when} the trajectory is {jump[j]:.3f} rad from the reference of "
-                f"{self.limits.joint_names[j]} (tolerance {self.config.start_tolerance:g} rad)")
+                f"{self.limits.joint_names[j]} (tolerance {self.config.start_tolerance:g} rad)",
+                "continuity")
 
     # -- the control tick (libfranka's thread) ----------------------------------------------
     def _on_tick(self, state: Any, *_: Any) -> None:

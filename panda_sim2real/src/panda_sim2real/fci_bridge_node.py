@@ -26,6 +26,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger, TriggerResponse
 from trajectory_msgs.msg import JointTrajectory
 
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.errors import Rejected
+
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.errors import ConfigError, RobotError, Sim2RealError, TrajectoryRejected
 from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
@@ -80,6 +83,7 @@ class FciBridgeNode:
         label = rospy.Publisher("label", String, queue_size=1, latch=True)
         label.publish(String(str(rospy.get_param("~label", "real robot"))))
         self.last_rejection = ""
+        self.guard = node_guard()
         self.latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._next_joint = self._next_state = -np.inf
         if rospy.get_param("~lock_memory", False):
@@ -90,6 +94,7 @@ class FciBridgeNode:
         rospy.loginfo(f"{rospy.get_name()}: connected to {address}, holding; {kernel} kernel")
         rospy.Subscriber(COMMAND, JointTrajectory, self._on_command, queue_size=5)
         rospy.Service("~recover", Trigger, self._on_recover)
+        self._diagnostics = GuardDiagnostics(self.guard)
         self._publisher = threading.Thread(target=self._publish_loop, name="fci_publish", daemon=True)
 
     def spin(self) -> None:
@@ -97,6 +102,8 @@ class FciBridgeNode:
         rospy.spin()
 
     def close(self) -> None:
+        if hasattr(self, "_diagnostics"):
+            self._diagnostics.shutdown()
         self.bridge.close()
 
     def _on_command(self, msg: JointTrajectory) -> None:
@@ -105,17 +112,16 @@ class FciBridgeNode:
             plan = trajectory_from_msg(msg, self.limits)
         except TrajectoryRejected as exc:
             self.bridge.hold()
-            return self._reject(f"trajectory rejected, holding position: {exc}", exc)
+            return self._reject(exc)
         try:
             self.bridge.command(plan)
-        except TrajectoryRejected as exc:
-            self._reject(f"trajectory rejected, holding position: {exc}", exc)
-        except (RobotError, ValueError) as exc:
-            self._reject(f"trajectory not executed: {exc}", exc)
+        except (TrajectoryRejected, RobotError, ValueError) as exc:
+            self._reject(exc)
 
-    def _reject(self, message: str, exc: Exception) -> None:
+    def _reject(self, exc: Exception) -> None:
+        """Counted and logged per reason; the robot holds (TrajectoryRejected) or is stopped."""
         self.last_rejection = str(exc)
-        rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {message}")
+        self.guard.reject(COMMAND, exc)
 
     def _on_recover(self, _request) -> TriggerResponse:
         try:
@@ -131,18 +137,18 @@ class FciBridgeNode:
             try:
                 last = self._publish_next(last)
             except Exception as exc:         # keep publishing; say what went wrong
-                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: publishing failed: "
-                                           f"{type(exc).__name__}: {exc}")
+                self.guard.reject("publishing", exc, action="failed")
 
     def _publish_next(self, last: Optional[RobotSample]) -> Optional[RobotSample]:
         """Publish what the next robot state calls for; returns the latest state."""
         sample = self.bridge.next_sample(timeout=self.state_period)
         if sample is None:                   # no robot state (lost connection): still say why
             if last is not None and self.bridge.error:
-                self.state_pub.publish(self._robot_state(last, stamp=rospy.get_time()))
+                self.guard.publish(self.state_pub, self._robot_state(last, stamp=rospy.get_time()))
             return last
         if not sample.is_finite():
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a robot state with NaN/Inf")
+            self.guard.reject("robot state", Rejected("non_finite", "NaN/Inf from the robot"),
+                              action="dropped")
             return last
         if self.bridge.dropped:
             rospy.logwarn_throttle(5.0, f"{rospy.get_name()}: {self.bridge.dropped} robot states "
@@ -152,12 +158,12 @@ class FciBridgeNode:
         if sample.robot_time >= self._next_joint:
             self._next_joint = max(self._next_joint + self.publish_period,
                                    sample.robot_time - self.publish_period / 2)
-            self.joint_pub.publish(joint_state_msg(
+            self.guard.publish(self.joint_pub, joint_state_msg(
                 JointMeasurement(sample.stamp, sample.q, sample.dq, sample.tau_j), self.names))
             self.latencies.append(time.perf_counter() - sample.tick_wall)
         if sample.robot_time >= self._next_state:
             self._next_state = sample.robot_time + self.state_period * 0.999
-            self.state_pub.publish(self._robot_state(sample))
+            self.guard.publish(self.state_pub, self._robot_state(sample))
         return sample
 
     def _robot_state(self, sample: RobotSample, stamp: Optional[float] = None) -> RobotState:

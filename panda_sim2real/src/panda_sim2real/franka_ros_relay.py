@@ -8,8 +8,10 @@ names, lengths, NaN/Inf; the finger joints are dropped) and forwards ``joint_tra
 command`` to the latter after fci_bridge's checks of the knots and of the executed interpolant,
 with the checked velocities (so the controller follows the cubic that was checked). It does not
 know the controller's reference, so it cannot check continuity with it, and a trajectory it
-drops leaves the controller with what it had. Bad messages are dropped with a throttled error;
-nothing non-finite is published. Topics are relative to the node's namespace (``/real``).
+drops leaves the controller with what it had. Bad messages (and measured states beyond the
+limits widened by ``JointLimits.bounds(measured=True)``) are dropped, counted per reason in
+/diagnostics and logged once per reason and second; nothing non-finite is published. Topics
+are relative to the node's namespace (``/real``).
 """
 from __future__ import annotations
 
@@ -18,49 +20,53 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.joint_state import JointStateLayout
+
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.errors import TrajectoryRejected
-from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
 from panda_sim2real.node_runner import run_node
 from panda_sim2real.robot import JointMeasurement
+from panda_sim2real.trajectory import PlannedTrajectory
 from panda_sim2real.ros_conversions import joint_state_msg, joint_trajectory_msg, trajectory_from_msg
 
 
 class FrankaRosRelay:
     def __init__(self) -> None:
         self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
-        self.layout = JointStateLayout(self.limits.joint_names)
+        self.layout = JointStateLayout(self.limits.joint_names, self.limits.bounds(measured=True))
+        self.guard = node_guard()
+        self._diagnostics = GuardDiagnostics(self.guard)
+        self.state_in = rospy.get_param("~joint_states_in", "/franka_state_controller/joint_states")
         self.joint_pub = rospy.Publisher(JOINT_STATES, JointState, queue_size=100)
         self.command_pub = rospy.Publisher(
             rospy.get_param("~command_out", "/position_joint_trajectory_controller/command"),
             JointTrajectory, queue_size=2)
         label = rospy.Publisher("label", String, queue_size=1, latch=True)
         label.publish(String(str(rospy.get_param("~label", "real robot"))))
-        rospy.Subscriber(rospy.get_param("~joint_states_in", "/franka_state_controller/joint_states"),
-                         JointState, self._on_state, queue_size=100)
+        rospy.Subscriber(self.state_in, JointState, self._on_state, queue_size=100)
         rospy.Subscriber(COMMAND, JointTrajectory, self._on_command, queue_size=5)
 
     def _on_state(self, msg: JointState) -> None:
-        try:
-            q, qd, tau = self.layout.arrays(msg.name, msg.position, msg.velocity, msg.effort)
-        except InvalidJointState as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: dropped a joint state: {exc}")
-            return
-        self.joint_pub.publish(joint_state_msg(
-            JointMeasurement(msg.header.stamp.to_sec(), q, qd, tau), self.limits.joint_names))
+        arrays = self.guard.check(self.state_in, lambda m: self.layout.arrays(
+            m.name, m.position, m.velocity, m.effort), msg)
+        if arrays is not None:
+            self.guard.publish(self.joint_pub, joint_state_msg(
+                JointMeasurement(msg.header.stamp.to_sec(), *arrays), self.limits.joint_names))
 
     def _on_command(self, msg: JointTrajectory) -> None:
         """Forward the checked trajectory with its velocities (given or estimated) in the Panda's
         joint order, so that the controller's cubic is the one checked."""
-        try:
-            plan = trajectory_from_msg(msg, self.limits)
-            check_motion_limits(plan, self.limits)
-        except TrajectoryRejected as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: trajectory not forwarded: {exc}")
-            return
-        self.command_pub.publish(joint_trajectory_msg(plan, self.limits.joint_names))
+        plan = self.guard.check(COMMAND, self._checked_plan, msg, errors=(TrajectoryRejected,))
+        if plan is not None:
+            self.guard.publish(self.command_pub, joint_trajectory_msg(plan, self.limits.joint_names))
+
+    def _checked_plan(self, msg: JointTrajectory) -> PlannedTrajectory:
+        plan = trajectory_from_msg(msg, self.limits)
+        check_motion_limits(plan, self.limits)
+        return plan
 
 
 def main() -> None:

@@ -6,8 +6,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from sim2real_checks.joint_state import JointBounds
+
 from panda_sim2real.errors import ConfigError
 from panda_sim2real.yaml_files import read_yaml
+
+MEASURED_POSITION_MARGIN = 0.1   # rad a measured joint may be past its limit (overshoot, sensing)
+MEASURED_RATE_FACTOR = 2.0       # a measured velocity or torque (a collision) may pass its limit
 
 PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIG_DIR = os.path.join(PACKAGE_DIR, "config")
@@ -52,3 +57,15 @@ class JointLimits:
     def within_position(self, q: np.ndarray, margin: float = 0.0) -> np.ndarray:
         """Element-wise: is ``q`` inside the position limits shrunk by ``margin`` [rad]?"""
         return (q >= self.position_min + margin) & (q <= self.position_max - margin)
+
+    def bounds(self, measured: bool) -> JointBounds:
+        """The physical bounds of a JointState: a command's are the limits themselves; a
+        measured state's are widened by MEASURED_POSITION_MARGIN and MEASURED_RATE_FACTOR (a
+        real joint overshoots and a collision torque passes the rated one), still far below
+        anything a working robot or simulator reports."""
+        if measured:
+            return JointBounds.from_limits(self.position_min, self.position_max, self.velocity,
+                                           self.effort, MEASURED_POSITION_MARGIN,
+                                           MEASURED_RATE_FACTOR)
+        return JointBounds.from_limits(self.position_min, self.position_max, self.velocity,
+                                       self.effort)

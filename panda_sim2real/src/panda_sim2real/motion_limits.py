@@ -113,7 +113,7 @@ def check_motion_limits(plan: PlannedTrajectory, limits: JointLimits) -> None:
             value, t = (low[j], t_low[j]) if low[j] < limits.position_min[j] else (high[j], t_high[j])
             raise TrajectoryRejected(
                 f"t = {t:.3f} s: {names[j]} = {value:.4f} rad between knots is outside "
-                f"[{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}]")
+                f"[{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}]", "bounds")
     for key, unit, bound in (("velocity", "rad/s", limits.velocity),
                              ("acceleration", "rad/s^2", limits.acceleration),
                              ("jerk", "rad/s^3", limits.jerk)):
@@ -122,4 +122,4 @@ def check_motion_limits(plan: PlannedTrajectory, limits: JointLimits) -> None:
         if np.any(over):
             j = int(np.flatnonzero(over)[0])
             raise TrajectoryRejected(f"t = {t[j]:.3f} s: {names[j]} {key} {value[j]:.3f} {unit} "
-                                     f"exceeds the limit {bound[j]:.3f}")
+                                     f"exceeds the limit {bound[j]:.3f}", "bounds")

@@ -28,7 +28,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from panda_sim2real.errors import Sim2RealError
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.joint_state import JointStateSpec, check_joint_state
+
+from panda_sim2real.errors import Sim2RealError, TrajectoryRejected
 from panda_sim2real.node_runner import run_node
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
@@ -41,26 +44,19 @@ REFERENCE = "joint_trajectory_controller/reference"
 SET_JOINT_STATE = "set_joint_state"
 
 
-def joint_state_target(msg: JointState, limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Positions and velocities of a set-state request in the robot's joint order; ValueError
-    naming the problem for unknown, missing or repeated joints, wrong lengths or NaN/Inf (the
-    limits are checked by :meth:`SimulatedRobot.set_state`)."""
-    names, expected = list(msg.name), list(limits.joint_names)
-    if len(set(names)) != len(names):
-        raise ValueError(f"duplicate joint names in {names}")
-    if sorted(names) != sorted(expected):
-        raise ValueError(f"joint names {names} are not the robot's joints {expected}")
-    if len(msg.position) != len(names):
-        raise ValueError(f"{len(msg.position)} positions for {len(names)} joint names")
-    if len(msg.velocity) not in (0, len(names)):
-        raise ValueError(f"{len(msg.velocity)} velocities for {len(names)} joint names "
-                         f"(give one per joint, or none to set the joints at rest)")
-    order = [names.index(n) for n in expected]
-    q = np.asarray(msg.position, dtype=float)[order]
-    qd = np.asarray(msg.velocity, dtype=float)[order] if len(msg.velocity) else np.zeros(len(q))
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-        raise ValueError("NaN/Inf in the positions or velocities")
-    return q, qd
+def set_state_spec(limits: JointLimits) -> JointStateSpec:
+    """What ``set_joint_state`` accepts: the robot's joints by name and nothing else, positions
+    within the joint limits, velocities (optional: none sets the joints at rest) within the
+    velocity limits."""
+    return JointStateSpec(limits.joint_names, bounds=limits.bounds(measured=False))
+
+
+def joint_state_target(msg: JointState, spec: JointStateSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and velocities of a set-state request in the robot's joint order, or
+    InvalidJointState (sim2real_checks) naming the problem."""
+    target = check_joint_state(msg, spec)
+    velocity = target.velocity if target.velocity.size else np.zeros(len(spec.names))
+    return target.position, velocity
 
 
 class RobotNode:
@@ -78,6 +74,9 @@ class RobotNode:
         if self.real_time_factor < 0 or self.clock_rate <= 0:
             raise Sim2RealError("~real_time_factor must be >= 0 and ~clock_rate > 0")
         self._lock = threading.Lock()
+        self.guard = node_guard()
+        self._diagnostics = GuardDiagnostics(self.guard)
+        self.set_state_spec = set_state_spec(self.limits)
         self._states = rospy.Publisher(JOINT_STATES, JointState, queue_size=50)
         self._reference = rospy.Publisher(REFERENCE, JointState, queue_size=50)
         self._clock = rospy.Publisher("/clock", Clock, queue_size=10) if self.publish_clock else None
@@ -91,23 +90,28 @@ class RobotNode:
                       config.publish_rate, path)
 
     def _on_command(self, msg: JointTrajectory) -> None:
-        try:
-            trajectory = trajectory_from_msg(msg, self.limits)
-        except Sim2RealError as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: trajectory rejected, holding position: {exc}")
-            with self._lock:
-                self.robot.stop()
-            return
+        """A rejected trajectory stops the robot where it is (it holds position)."""
+        trajectory = self.guard.check(COMMAND,
+                                      lambda m: trajectory_from_msg(m, self.limits), msg,
+                                      errors=(TrajectoryRejected,))
         with self._lock:
-            self.robot.command(trajectory)
+            if trajectory is None:
+                self.robot.stop()
+            else:
+                self.robot.command(trajectory)
 
     def _on_set_state(self, msg: JointState) -> None:
+        """Set the joints by name: positions within the joint limits, velocities within the
+        velocity limits (none: at rest); anything else is dropped and counted."""
+        target = self.guard.check(SET_JOINT_STATE,
+                                  lambda m: joint_state_target(m, self.set_state_spec), msg)
+        if target is None:
+            return
         try:
-            q, qd = joint_state_target(msg, self.limits)
             with self._lock:
-                self.robot.set_state(q, qd)
-        except (ValueError, TypeError) as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: set_joint_state dropped: {exc}")
+                self.robot.set_state(*target)
+        except ValueError as exc:
+            self.guard.reject(SET_JOINT_STATE, exc)
 
     def _advance(self, until: float) -> None:
         """Step the physics to ``until``, publishing the joint state whenever it is due."""
@@ -120,13 +124,10 @@ class RobotNode:
                 reference = robot.reference() if measurement is not None else None
             if measurement is None:
                 continue
-            if not measurement.is_finite():
-                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: the physics produced NaN/Inf; "
-                                           "joint state not published")
-                continue
-            self._states.publish(joint_state_msg(measurement, names))
+            if not self.guard.publish(self._states, joint_state_msg(measurement, names)):
+                continue                 # the physics produced NaN/Inf: counted and logged
             q_ref, qd_ref = reference
-            self._reference.publish(joint_state_msg(
+            self.guard.publish(self._reference, joint_state_msg(
                 JointMeasurement(measurement.stamp, q_ref, qd_ref, np.zeros(0)), names))
 
     def spin(self) -> None:
@@ -168,6 +169,7 @@ class RobotNode:
             time.sleep(0.0005)
 
     def close(self) -> None:
+        self._diagnostics.shutdown()
         self.robot.close()
 
 

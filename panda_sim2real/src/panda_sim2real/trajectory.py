@@ -72,24 +72,25 @@ def validate_trajectory(joint_names: Sequence[str], times: Sequence[float],
     names = list(joint_names)
     expected = list(limits.joint_names)
     if len(names) != len(expected):
-        raise TrajectoryRejected(f"expected {len(expected)} joints, got {len(names)}: {names}")
+        raise TrajectoryRejected(f"expected {len(expected)} joints, got {len(names)}: {names}", "malformed")
     unknown = [n for n in names if n not in expected]
     if unknown:
-        raise TrajectoryRejected(f"unknown joint names {unknown}; expected {expected}")
+        raise TrajectoryRejected(f"unknown joint names {unknown}; expected {expected}", "malformed")
     if len(set(names)) != len(names):
-        raise TrajectoryRejected(f"duplicate joint names in {names}")
+        raise TrajectoryRejected(f"duplicate joint names in {names}", "malformed")
     if len(times) == 0:
-        raise TrajectoryRejected("trajectory has no points")
+        raise TrajectoryRejected("trajectory has no points", "malformed")
     order = [names.index(n) for n in expected]
     t = np.asarray(times, dtype=float)
     pos = _matrix(positions, len(t), len(names), "positions")
     if pos is None:
-        raise TrajectoryRejected("every point needs one position per joint")
+        raise TrajectoryRejected("every point needs one position per joint", "malformed")
     vel = _matrix(velocities, len(t), len(names), "velocities")
     if not np.all(np.isfinite(t)) or not np.all(np.isfinite(pos)) or (vel is not None and not np.all(np.isfinite(vel))):
-        raise TrajectoryRejected("trajectory contains NaN or Inf")
+        raise TrajectoryRejected("trajectory contains NaN or Inf", "non_finite")
     if t[0] < 0 or np.any(np.diff(t) <= 0):
-        raise TrajectoryRejected("time_from_start must be non-negative and strictly increasing")
+        raise TrajectoryRejected("time_from_start must be non-negative and strictly increasing",
+                                 "timing")
     pos = pos[:, order]
     if vel is None:
         vel = np.gradient(pos, t, axis=0) if len(t) > 1 else np.zeros_like(pos)
@@ -100,13 +101,14 @@ def validate_trajectory(joint_names: Sequence[str], times: Sequence[float],
     if np.any(outside):
         k, j = np.argwhere(outside)[0]
         raise TrajectoryRejected(
-            f"point {k}: {expected[j]} = {pos[k, j]:.4f} rad is outside "
-            f"[{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}]")
+            f"point {k}: {expected[j]} = {pos[k, j]:.4g} rad is outside "
+            f"[{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}]", "bounds")
     too_fast = np.abs(vel) > limits.velocity * LIMIT_TOLERANCE
     if np.any(too_fast):
         k, j = np.argwhere(too_fast)[0]
         raise TrajectoryRejected(
-            f"point {k}: {expected[j]} velocity {vel[k, j]:.3f} rad/s exceeds {limits.velocity[j]:.3f}")
+            f"point {k}: {expected[j]} velocity {vel[k, j]:.4g} rad/s exceeds {limits.velocity[j]:.3f}",
+            "bounds")
     return PlannedTrajectory(t, pos, vel, start)
 
 
@@ -114,7 +116,7 @@ def _matrix(rows: Sequence[Sequence[float]], n_points: int, dof: int, what: str)
     if all(len(r) == 0 for r in rows):
         return None
     if len(rows) != n_points or any(len(r) != dof for r in rows):
-        raise TrajectoryRejected(f"every point needs {dof} {what} (or none)")
+        raise TrajectoryRejected(f"every point needs {dof} {what} (or none)", "malformed")
     return np.asarray(rows, dtype=float)
 
 

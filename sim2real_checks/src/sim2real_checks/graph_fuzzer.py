@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Optional
+from xmlrpc.client import ServerProxy
 
 import numpy as np
 import rosgraph
@@ -66,7 +67,7 @@ class GraphFuzzer:
         self._lock = threading.Lock()
         self._lines: dict[tuple[str, str], list[float]] = defaultdict(list)
         self._subscribers: list[rospy.Subscriber] = []
-        self._latest: dict[str, Any] = {}
+        self._capture: Optional[list[tuple[str, Any]]] = None
         self._pids: dict[str, Optional[int]] = {}
 
     # --- the graph -------------------------------------------------------------------------
@@ -76,10 +77,20 @@ class GraphFuzzer:
             if all(n in rosnode.get_node_names() for n in self.nodes):
                 break
             time.sleep(0.2)
+        while time.monotonic() < deadline and self._silent_nodes():
+            time.sleep(0.2)        # registered at init; their topics follow once built
+        time.sleep(1.0)
         self._pids = {n: self._pid(n) for n in self.nodes}
-        missing = [n for n, pid in self._pids.items() if pid is None]
+        missing = [n for n, pid in self._pids.items() if pid is None] + self._silent_nodes()
         if missing:
-            raise RuntimeError(f"nodes not up after {timeout:g} s: {missing}")
+            raise RuntimeError(f"nodes not up (or without topics) after {timeout:g} s: {missing}")
+
+    def _silent_nodes(self) -> list[str]:
+        """Nodes under test that neither publish (beyond /rosout) nor subscribe yet."""
+        publishers, subscribers, _ = rosgraph.Master(rospy.get_name()).getSystemState()
+        active = {n for t, names in publishers if t != "/rosout" for n in names}
+        active |= {n for t, names in subscribers if t not in self.exclude for n in names}
+        return [n for n in self.nodes if n not in active]
 
     def topics(self) -> tuple[dict[str, str], dict[str, str]]:
         """(subscribed, published) topics of the nodes under test -> type."""
@@ -107,7 +118,8 @@ class GraphFuzzer:
             self.report.outputs[topic_name] = self.report.outputs.get(topic_name, 0) + 1
             if bad:
                 self.report.non_finite[topic_name] = self.report.non_finite.get(topic_name, 0) + 1
-            self._latest[topic_name] = msg
+            if self._capture is not None:
+                self._capture.append((topic_name, msg))
 
     def _on_log(self, msg: Log) -> None:
         node = rosgraph.names.script_resolve_name("/", msg.name)
@@ -148,6 +160,7 @@ class GraphFuzzer:
         publisher.unregister()
 
     def check_expectation(self, expectation: Expectation) -> str:
+        """Send the good message once (latched) and wait for an output message that matches."""
         cls = rostopic.get_topic_class(expectation.topic)[0]
         if cls is None:
             return f"{expectation.topic} has no publisher type"
@@ -155,27 +168,32 @@ class GraphFuzzer:
         fill_message_args(msg, [expectation.send])
         publisher = rospy.Publisher(expectation.topic, cls, queue_size=10, latch=True)
         self._wait_connected(publisher)
+        want = np.asarray(expectation.value, dtype=float)
         with self._lock:
-            self._latest.pop(expectation.output, None)
+            self._capture = []
+        publisher.publish(msg)
         deadline = time.monotonic() + expectation.timeout
         result = f"no message on {expectation.output} within {expectation.timeout:g} s"
-        while time.monotonic() < deadline:
-            publisher.publish(msg)
-            time.sleep(0.1)
-            if not expectation.output:
-                result = "ok"
-                break
+        while expectation.output and time.monotonic() < deadline:
+            time.sleep(0.05)
             with self._lock:
-                latest = self._latest.get(expectation.output)
-            if latest is None:
-                continue
-            got = np.asarray(_field(latest, expectation.field), dtype=float)
-            want = np.asarray(expectation.value, dtype=float)
-            if got.shape == want.shape and np.all(np.abs(got - want) <= expectation.tolerance):
-                result = "ok"
-                break
-            result = (f"{expectation.output}.{expectation.field} = {np.round(got, 4).tolist()}, "
-                      f"expected {want.tolist()} ± {expectation.tolerance:g}")
+                seen, self._capture = self._capture, []
+            for topic_name, out in seen:
+                if topic_name != expectation.output:
+                    continue
+                got = np.asarray(_field(out, expectation.field), dtype=float)
+                if got.shape == want.shape and np.all(np.abs(got - want) <= expectation.tolerance):
+                    deadline = 0.0
+                    result = "ok"
+                    break
+                result = (f"{expectation.output}.{expectation.field} = "
+                          f"{np.round(got, 4).tolist()}, expected {want.tolist()} "
+                          f"± {expectation.tolerance:g}")
+        if not expectation.output:
+            time.sleep(1.0)
+            result = "ok"
+        with self._lock:
+            self._capture = None
         publisher.unregister()
         self.report.expectations[expectation.topic] = result
         return result
@@ -199,7 +217,7 @@ class GraphFuzzer:
             uri = rosnode.get_api_uri(rosgraph.Master(rospy.get_name()), node, skip_cache=True)
             if not uri:
                 return None
-            code, _, pid = rosgraph.masterapi.xmlrpcapi(uri).getPid(rospy.get_name())
+            code, _, pid = ServerProxy(uri).getPid(rospy.get_name())
             return int(pid) if code == 1 else None
         except Exception:  # noqa: BLE001 - any failure to reach the node means it is gone
             return None

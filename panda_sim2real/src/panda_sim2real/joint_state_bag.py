@@ -4,7 +4,8 @@ identification data of diffnea_ros, the kernels of kernel_manager_ros).
 * :func:`read_joint_states`: the JointStates of one topic of any bag, mapped by joint name;
 * :class:`JointStateCollector`: its per-topic part, for readers that take several topics in one
   pass (:func:`panda_sim2real.pair_bag.read_pairs`);
-* :class:`BagFile`: a bag open for reading, where everything rosbag raises for a missing,
+* :class:`BagFile`: a recording open for reading (one bag file, or the split files ``rosbag
+  record --split`` wrote, read as one bag), where everything rosbag raises for a missing,
   corrupt or truncated file is one :class:`BagError` line.
 
 Messages are validated by :class:`~sim2real_checks.joint_state.JointStateLayout`; the ones
@@ -25,6 +26,7 @@ import numpy as np
 import rosbag
 
 from panda_sim2real.bag_layout import label_topic
+from panda_sim2real.bag_set import resolve_bags
 from panda_sim2real.errors import BagError
 from sim2real_checks.joint_state import (MALFORMED, MISSING_JOINT, NON_FINITE,
                                                InvalidJointState, JointStateLayout, check_fields)
@@ -57,30 +59,51 @@ def _rosbag_errors(path: str) -> Iterator[None]:
 
 
 class BagFile:
-    """A bag open for reading (use it in a ``with`` block); ``topics`` maps each topic to its
-    message type. BagError for a missing, corrupt or truncated file, also while reading."""
+    """A recording open for reading (use it in a ``with`` block): one bag file or the split files
+    of one recording (:func:`~panda_sim2real.bag_set.resolve_bags`), read one after the other as
+    one bag. ``topics`` maps each topic to its message type; ``files`` are the files read;
+    ``unreadable`` maps each ``.bag.active`` file that has no index (its recorder was killed) to
+    why it is left out. BagError for a missing, corrupt or truncated closed file, also while
+    reading, or when no file is readable."""
 
     def __init__(self, path: str) -> None:
-        if not os.path.exists(path):
-            raise BagError(f"bag not found: {path}")
         self.path = path
-        with _rosbag_errors(path):
-            self._bag = rosbag.Bag(path, "r")
+        self.bags = resolve_bags(path)
+        self.files: list[str] = []
+        self.unreadable: dict[str, str] = {}
+        self.topics: dict[str, str] = {}
+        for name in self.bags.all_files:
             try:
-                info = self._bag.get_type_and_topic_info().topics
-            except BaseException:
-                self._bag.close()
-                raise
-        self.topics: dict[str, str] = {name: i.msg_type for name, i in info.items()}
+                topics = _file_topics(name)
+            except BagError as exc:
+                if name not in self.bags.unclosed:
+                    raise
+                self.unreadable[name] = str(exc)
+                continue
+            self.files.append(name)
+            for topic_name, kind in topics.items():
+                self.topics.setdefault(topic_name, kind)
+        if not self.files:
+            raise BagError(next(iter(self.unreadable.values())))
+
+    @property
+    def unclosed(self) -> tuple[str, ...]:
+        """The ``.bag.active`` files of the recording, read or not."""
+        return self.bags.unclosed
+
+    def _read(self, topics: list[str], raw: bool) -> Iterator[Any]:
+        for name in self.files:
+            with _rosbag_errors(name):
+                with rosbag.Bag(name, "r") as bag:
+                    yield from bag.read_messages(topics=topics, raw=raw)
 
     def messages(self, topics: Iterable[str]) -> Iterator[tuple[str, Any]]:
-        """(topic, message) of ``topics`` in bag time order."""
+        """(topic, message) of ``topics`` in bag time order (file after file)."""
         topics = list(topics)
         if not topics:
             return   # rosbag would read every topic
-        with _rosbag_errors(self.path):
-            for name, msg, _ in self._bag.read_messages(topics=topics):
-                yield name, msg
+        for name, msg, _ in self._read(topics, raw=False):
+            yield name, msg
 
     def raw_messages(self, topics: Iterable[str]) -> Iterator[tuple[str, Any, Any]]:
         """(topic, serialised message, bag time) of ``topics`` in bag time order, for copying
@@ -88,22 +111,31 @@ class BagFile:
         topics = list(topics)
         if not topics:
             return
-        with _rosbag_errors(self.path):
-            yield from self._bag.read_messages(topics=topics, raw=True)
+        for entry in self._read(topics, raw=True):
+            yield entry[0], entry[1], entry[2]
 
     def start_time(self) -> float:
         """The bag time of its first message [s]."""
-        with _rosbag_errors(self.path):
-            return float(self._bag.get_start_time())
+        with _rosbag_errors(self.files[0]):
+            with rosbag.Bag(self.files[0], "r") as bag:
+                return float(bag.get_start_time())
 
     def close(self) -> None:
-        self._bag.close()
+        """Nothing stays open between reads; kept for the ``with`` block."""
 
     def __enter__(self) -> "BagFile":
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def _file_topics(path: str) -> dict[str, str]:
+    """Topic -> message type of one bag file; BagError if rosbag cannot read it."""
+    with _rosbag_errors(path):
+        with rosbag.Bag(path, "r") as bag:
+            info = bag.get_type_and_topic_info().topics
+    return {name: i.msg_type for name, i in info.items()}
 
 
 def decode(raw: Any) -> Any:

@@ -10,6 +10,8 @@ The bag layout is the one :mod:`panda_sim2real.pairs` writes:
 * ``/real/label`` (optional): std_msgs/String naming what the "real" robot was.
 
 The samples of each robot with stamps in ``[s, s + duration]`` belong to that trajectory.
+A recording is one bag or the split files of one (:mod:`panda_sim2real.bag_set`); only complete
+pairs are returned, the others are listed with the reason (:mod:`panda_sim2real.pair_completeness`).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from panda_sim2real.bag_layout import (DEFAULT_LABEL, EVENT_END, EVENT_START, EV
                                      LABEL, REAL_NS, SIM_NS, topic)
 from panda_sim2real.errors import BagError
 from panda_sim2real.joint_state_bag import BagFile, JointStateCollector, JointStates
+from panda_sim2real.pair_completeness import IncompletePair, coverage_problem, gap_tolerance
 
 SIM_JOINT_STATES = topic(SIM_NS, JOINT_STATES)
 REAL_JOINT_STATES = topic(REAL_NS, JOINT_STATES)
@@ -74,7 +77,10 @@ class TrajectoryPair:
 
 @dataclass
 class PairRecording:
-    """All complete pairs of one bag, in order of their start, and what had to be left out."""
+    """All complete pairs of one recording, in order of their start, and what had to be left
+    out: ``incomplete`` pairs (``unpaired_events`` of them lack their START or END), and the
+    recording's ``unclosed`` files (``.bag.active``: its recorder was killed), of which
+    ``unreadable`` ones (no index) were not read."""
 
     path: str
     joint_names: tuple[str, ...]
@@ -82,6 +88,9 @@ class PairRecording:
     skipped_messages: int = 0
     unpaired_events: int = 0
     label: str = DEFAULT_LABEL
+    incomplete: list[IncompletePair] = field(default_factory=list)
+    unclosed: tuple[str, ...] = ()
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def kinds(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -89,24 +98,55 @@ class PairRecording:
             counts[pair.kind] = counts.get(pair.kind, 0) + 1
         return counts
 
+    @property
+    def seconds(self) -> float:
+        """Planned duration of the complete pairs together [s]."""
+        return float(sum(pair.duration for pair in self.pairs))
 
-def _pair_events(events: dict[int, dict[int, tuple[float, str]]]) -> tuple[list, int]:
-    """(id, kind, start, end) of every id with one START before its END; the rest is counted."""
-    complete, unpaired = [], 0
+    def warnings(self) -> list[str]:
+        """One line per unclosed file and per incomplete pair."""
+        lines = []
+        for name in self.unclosed:
+            if name in self.unreadable:
+                lines.append(f"{name} was not closed by its recorder (killed?) and has no index: "
+                             f"left out; 'rosbag reindex {name}' recovers what it can")
+            else:
+                lines.append(f"{name} was not closed by its recorder (killed?); read as it is")
+        return lines + [pair.line() for pair in self.incomplete]
+
+
+def _pair_events(events: dict[int, dict[int, tuple[float, str]]]
+                 ) -> tuple[list, list[IncompletePair]]:
+    """(id, kind, start, end) of every id with one START before its END, and the other ids."""
+    complete, unpaired = [], []
     for trajectory_id, by_kind in events.items():
-        if (EVENT_START in by_kind and EVENT_END in by_kind
-                and by_kind[EVENT_END][0] > by_kind[EVENT_START][0]):
-            start, kind = by_kind[EVENT_START]
-            complete.append((trajectory_id, kind, start, by_kind[EVENT_END][0]))
+        start, kind = by_kind.get(EVENT_START, (None, ""))
+        end = by_kind[EVENT_END][0] if EVENT_END in by_kind else None
+        if start is None or end is None or end <= start:
+            reason = ("START without END (the recording stopped during it?)" if end is None else
+                      "END without START" if start is None else "END not after START")
+            kind = kind or (by_kind[EVENT_END][1] if EVENT_END in by_kind else "")
+            unpaired.append(IncompletePair(trajectory_id, kind, start, end, reason))
         else:
-            unpaired += 1
+            complete.append((trajectory_id, kind, start, end))
     complete.sort(key=lambda item: (item[2], item[0]))
     return complete, unpaired
 
 
+def _covered(tid: int, kind: str, start: float, end: float, streams: dict[str, Stream],
+             tolerances: dict[str, float]) -> Optional[IncompletePair]:
+    """The pair as incomplete if a stream does not cover its window, else None."""
+    for name, stream in streams.items():
+        problem = coverage_problem(stream.t, start, end, tolerances[name])
+        if problem is not None:
+            return IncompletePair(tid, kind, start, end, f"{name} {problem}")
+    return None
+
+
 def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = None,
                sim_topic: str = SIM_JOINT_STATES) -> PairRecording:
-    """Read the trajectory pairs of a pair bag in one pass (paper 000 §IV-B data set).
+    """Read the trajectory pairs of a pair bag in one pass (paper 000 §IV-B data set); ``path``
+    is a bag file or a recording split into several (:func:`~panda_sim2real.bag_set.resolve_bags`).
 
     ``sim_topic`` is the simulation side of the pairs: ``/sim/joint_states`` or, to measure
     what the residual publisher achieved live, ``/sim/joint_states_realistic``.
@@ -115,6 +155,8 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
     skipped and counted (``skipped_messages``; :mod:`panda_sim2real.joint_state_bag`).
     ``label`` names the "real" robot; a ``/real/label`` message in the bag takes precedence,
     and without either it is "reality stand-in".
+    Pairs whose START has no END (or the other way round) or whose sim or real samples do not
+    cover [start, end] are left out and listed in ``incomplete``.
     Raises :class:`BagError` (one line naming the file) for a missing, corrupt or truncated bag,
     missing topics, or a bag without any complete START/END pair.
     """
@@ -123,6 +165,7 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
     events: dict[int, dict[int, tuple[float, str]]] = {}
     bag_label: Optional[str] = None
     with BagFile(path) as bag:
+        unclosed, unreadable = bag.unclosed, dict(bag.unreadable)
         required = (sim_topic, REAL_JOINT_STATES, EVENTS)
         missing = [t for t in required if t not in bag.topics]
         if missing:
@@ -143,11 +186,23 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
     if not complete:
         raise BagError(f"bag {path} has no complete START/END pair on {EVENTS}")
     sim_states, real_states = sim.build(names), real.build(names)
-    sim_stream, real_stream = Stream.of(sim_states), Stream.of(real_states)
-    pairs = [TrajectoryPair(tid, kind, start, end, sim_stream.window(start, end),
-                            real_stream.window(start, end))
-             for tid, kind, start, end in complete]
+    streams = {sim_topic: Stream.of(sim_states), REAL_JOINT_STATES: Stream.of(real_states)}
+    tolerances = {name: gap_tolerance(stream.t) for name, stream in streams.items()}
+    pairs, incomplete = [], list(unpaired)
+    for tid, kind, start, end in complete:
+        windows = {name: stream.window(start, end) for name, stream in streams.items()}
+        problem = _covered(tid, kind, start, end, windows, tolerances)
+        if problem is not None:
+            incomplete.append(problem)
+            continue
+        pairs.append(TrajectoryPair(tid, kind, start, end, windows[sim_topic],
+                                    windows[REAL_JOINT_STATES]))
+    if not pairs:
+        raise BagError(f"bag {path} has no complete pair: all {len(complete)} with START and END "
+                       f"are incomplete, e.g. {incomplete[len(unpaired)].line()}")
     return PairRecording(path=path, joint_names=names, pairs=pairs,
                          skipped_messages=sim_states.skipped + real_states.skipped,
-                         unpaired_events=unpaired,
-                         label=bag_label or label or DEFAULT_LABEL)
+                         unpaired_events=len(unpaired),
+                         label=bag_label or label or DEFAULT_LABEL,
+                         incomplete=sorted(incomplete, key=lambda p: p.trajectory_id),
+                         unclosed=unclosed, unreadable=unreadable)

@@ -25,6 +25,7 @@ from diffnea_ros.msg import IdentifiedParams
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.msg import ActiveKernel
 from kernel_manager_ros.state_spec import StateSpec
+from sim2real_checks.listening import descendants, listening_sockets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 PIPELINE = os.path.join(ROOT, "launch", "pipeline.launch")
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from node_latency import untrained_model  # noqa: E402 (the bench's, as the smoke test uses)
 
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
+SHUTDOWN = 15.0     # [s] wall: roslaunch escalates to SIGTERM after this (its _TIMEOUT_SIGINT)
 STARTUP = 75.0      # [s] wall: every node up and publishing (6-11 s measured, also loaded)
 WINDOW = 3.0        # [s] wall: rates compared over this
 # topic -> (type, messages needed to call the node up)
@@ -123,7 +125,7 @@ class Pipeline(unittest.TestCase):
         with open(self.log_path) as f:
             return f.read()[-3000:]
 
-    def test_every_node_comes_up_and_publishes(self):
+    def test_every_node_comes_up_and_publishes(self):   # the tests run in name order
         deadline = self.launched + STARTUP
         missing = TOPICS
         while time.monotonic() < deadline and self.launch.poll() is None:
@@ -178,6 +180,35 @@ class Pipeline(unittest.TestCase):
         relayed = got["/sim/joint_states_kernel"]
         self.assertGreaterEqual(sum(m.header.stamp in sim_stamps for m in relayed),
                                 0.9 * len(relayed))
+
+    def test_listens_on_loopback_only(self):
+        """Every socket the launched graph listens on (the nodes' XML-RPC and TCPROS servers,
+        roslaunch's own) is bound to 127.0.0.0/8 (env.sh's ROS_IP)."""
+        self.assertIsNone(self.launch.poll(), f"roslaunch ended:\n{self.log_tail()}")
+        sockets = listening_sockets(descendants(self.launch.pid))
+        programs = {s.program for s in sockets}
+        self.assertGreaterEqual(len(programs), 5, f"too few listening programs: {sockets}")
+        exposed = [s for s in sockets if not s.loopback]
+        self.assertFalse(exposed, f"listening beyond loopback: {exposed}")
+
+    def test_shuts_down_cleanly_within_the_launch_timeout(self):
+        """SIGINT to roslaunch: every node stops before roslaunch escalates to SIGTERM, without
+        a traceback."""
+        self.assertIsNone(self.launch.poll(), f"roslaunch ended:\n{self.log_tail()}")
+        started = time.monotonic()
+        self.launch.send_signal(signal.SIGINT)
+        try:
+            self.launch.wait(timeout=SHUTDOWN + 10.0)
+        except subprocess.TimeoutExpired:
+            self.fail(f"roslaunch still running {SHUTDOWN + 10:.0f} s after SIGINT")
+        took = time.monotonic() - started
+        self.log.flush()
+        with open(self.log_path) as f:
+            log = f.read()
+        rospy.loginfo(f"pipeline rostest: roslaunch stopped {took:.1f} s after SIGINT")
+        self.assertLess(took, SHUTDOWN, f"shutdown took {took:.1f} s\n{log[-3000:]}")
+        self.assertNotIn("escalating to SIGTERM", log)
+        self.assertNotIn("Traceback", log, log[-3000:])
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def test_joint_state_target_names_the_problem(msg, match):
 def test_node_drops_a_bad_request_with_a_throttled_error_and_applies_a_good_one(sim):
     errors = []
     node = RobotNode.__new__(RobotNode)    # the handler alone: no master needed
-    node.limits, node.robot, node._lock = LIMITS, sim, threading.Lock()
+    node.limits, node.robot, node._lock, node._closed = LIMITS, sim, threading.Lock(), False
     node.guard, node.set_state_spec = Guard("/sim/panda_sim", log=errors.append), SPEC
     before = sim.physics.state()[0]
     for bad in (request(["a"] * 7, LIMITS.home),

@@ -25,8 +25,9 @@ def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None]
         raise SystemExit(1) from None
     try:
         spin(node)
-    except rospy.ROSInterruptException:
-        pass
+    except rospy.ROSException:     # interrupted, or a publish raced the shutdown's closing
+        if not rospy.is_shutdown():
+            raise
     finally:
         close(node)
     return node

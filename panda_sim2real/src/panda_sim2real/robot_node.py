@@ -74,6 +74,7 @@ class RobotNode:
         if self.real_time_factor < 0 or self.clock_rate <= 0:
             raise Sim2RealError("~real_time_factor must be >= 0 and ~clock_rate > 0")
         self._lock = threading.Lock()
+        self._closed = False      # set under the lock: no callback touches the physics after
         self.guard = node_guard()
         self._diagnostics = GuardDiagnostics(self.guard)
         self.set_state_spec = set_state_spec(self.limits)
@@ -95,6 +96,8 @@ class RobotNode:
                                       lambda m: trajectory_from_msg(m, self.limits), msg,
                                       errors=(TrajectoryRejected,))
         with self._lock:
+            if self._closed:
+                return
             if trajectory is None:
                 self.robot.stop()
             else:
@@ -109,7 +112,8 @@ class RobotNode:
             return
         try:
             with self._lock:
-                self.robot.set_state(*target)
+                if not self._closed:
+                    self.robot.set_state(*target)
         except ValueError as exc:
             self.guard.reject(SET_JOINT_STATE, exc)
 
@@ -169,8 +173,12 @@ class RobotNode:
             time.sleep(0.0005)
 
     def close(self) -> None:
+        """Stop the diagnostics and close the physics once no callback is inside it (a
+        set_joint_state arriving during shutdown raced the engine's disconnect and hung it)."""
         self._diagnostics.shutdown()
-        self.robot.close()
+        with self._lock:
+            self._closed = True
+            self.robot.close()
 
 
 def main(node_name: str, config_param: str, default_config: str) -> None:

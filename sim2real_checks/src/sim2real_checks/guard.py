@@ -10,7 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 
+import rospy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from rospy.exceptions import ROSException
 
 from sim2real_checks.errors import Rejected
 from sim2real_checks.finite import non_finite_fields
@@ -68,14 +70,20 @@ class Guard:
             return None
 
     def publish(self, publisher: Any, msg: Any) -> bool:
-        """Publish ``msg`` unless a float of it is NaN/Inf (then count, log, return False)."""
+        """Publish ``msg`` unless a float of it is NaN/Inf (then count, log, return False).
+        A publisher closed by the node's shutdown drops the message quietly."""
         bad = non_finite_fields(msg)
         if bad:
             self.reject(publisher.resolved_name,
                         Rejected(OUTPUT_REASON, f"NaN/Inf in {', '.join(bad[:3])}"),
                         action="not published")
             return False
-        publisher.publish(msg)
+        try:
+            publisher.publish(msg)
+        except ROSException:
+            if rospy.is_shutdown():
+                return False
+            raise
         return True
 
     def total(self) -> int:

@@ -43,7 +43,7 @@ class FrankaRosRelay(unittest.TestCase):
         del relayed[:]
         for k in range(40):
             msg = JointState(name=names, position=list(q), velocity=[0.0] * 9,
-                             effort=[float(k)] * 9)
+                             effort=[0.5 * k] * 9)   # within every joint's torque bound
             if k % 4 == 3:
                 msg.effort[5] = float("nan")
             msg.header.stamp = rospy.Time.now()

@@ -25,6 +25,7 @@ from realeasy_ros.residual_stream import ResidualStream
 
 WARMUP = 5
 RATE = 200.0
+SHUTDOWN_SECONDS = 5.0
 
 
 def make_model(path, spec=ModelSpec(hidden_size=8), names=None, seed=0):
@@ -110,8 +111,11 @@ class ResidualPublisher(unittest.TestCase):
         node = run_node("residual_publisher", self.model_path)
         try:
             self._check_running_node(listener)
+            interrupted = time.monotonic()
             os.killpg(node.pid, signal.SIGINT)
             node.wait(timeout=30)
+            # well inside roslaunch's 15 s between SIGINT and SIGTERM
+            self.assertLess(time.monotonic() - interrupted, SHUTDOWN_SECONDS)
         finally:
             if node.poll() is None:
                 os.killpg(node.pid, signal.SIGKILL)
@@ -127,7 +131,7 @@ class ResidualPublisher(unittest.TestCase):
         n = 400
         t, q, qd, tau = self.samples(n, 100.0, rng)
         # bad messages among the good ones (indices into the stream where they are inserted)
-        bad = {50: "missing", 120: "length", 200: "nan", 260: "inf"}
+        bad = {50: "missing", 120: "length", 200: "nan", 260: "inf", 330: "fast"}
         reversed_names = list(reversed(self.names))
         sent = []
         period = 1.0 / RATE
@@ -139,6 +143,10 @@ class ResidualPublisher(unittest.TestCase):
                     msg = state_msg(t[k], q[k][:6], qd[k][:6], tau[k][:6], self.names[:6])
                 elif kind == "length":
                     msg = state_msg(t[k], q[k], qd[k][:5], tau[k], self.names)
+                elif kind == "fast":   # 3 times joint 4's velocity limit: beyond a measured state's
+                    v = qd[k].copy()
+                    v[3] = 3.0 * self.limits.velocity[3]
+                    msg = state_msg(t[k], q[k], v, tau[k], self.names)
                 else:
                     v = q[k].copy()
                     v[2] = np.nan if kind == "nan" else np.inf
@@ -207,12 +215,18 @@ class ResidualPublisher(unittest.TestCase):
             after_reset = listener.residual[-1][1]
         np.testing.assert_array_equal(after_reset.effort, 0.0)
 
-        # the statistics count the rejected messages and the resets
+        # the statistics count the rejected messages and the resets; the guard's status counts
+        # them per topic and reason
         time.sleep(1.5)
         with listener.lock:
-            status = listener.diagnostics[-1][1].status[0]
+            status, checks = listener.diagnostics[-1][1].status
         values = {kv.key: kv.value for kv in status.values}
         self.assertEqual(int(values["rejected"]), len(bad))
+        self.assertEqual({kv.key: kv.value for kv in checks.values},
+                         {"/sim/joint_states [malformed]": "1",
+                          "/sim/joint_states [missing_joint]": "1",
+                          "/sim/joint_states [non_finite]": "2",
+                          "/sim/joint_states [bounds]": "1"})
         self.assertEqual(int(values["resets"]), 2)
         self.assertEqual(int(values["corrected"]) + int(values["warmup"]), total + 1)
         self.assertGreater(float(values["latency_p99_us"]), 0.0)

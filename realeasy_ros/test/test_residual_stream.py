@@ -127,3 +127,43 @@ def test_latency_stats_ring_buffer():
     assert summary["max_us"] == pytest.approx(99.0)
     with pytest.raises(ValueError):
         LatencyStats(capacity=0)
+
+
+def test_bounds_of_a_measured_state_reject_without_touching_the_hidden_state(limits, model):
+    t, q, qd, tau = samples(limits)
+    clean = ResidualStream(model, limits.bounds(measured=True))
+    noisy = ResidualStream(model, limits.bounds(measured=True))
+    beyond = {"velocity": 2.5 * limits.velocity, "effort": -2.5 * limits.effort,
+              "position": limits.position_max + 0.2}
+    for k in range(len(t)):
+        if k in (4, 9, 15):
+            field = ("velocity", "effort", "position")[(4, 9, 15).index(k)]
+            values = {"position": q[k].copy(), "velocity": qd[k].copy(), "effort": tau[k].copy()}
+            values[field][k % 7] = beyond[field][k % 7]
+            with pytest.raises(InvalidJointState, match=f"panda_joint{k % 7 + 1}") as caught:
+                noisy.process(t[k], limits.joint_names, values["position"], values["velocity"],
+                              values["effort"])
+            assert caught.value.reason == "bounds"
+        clean.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+        noisy.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+        np.testing.assert_array_equal(clean.corrected, noisy.corrected)
+    assert noisy.counters.rejected == 3
+    # a measured state may pass its limits a little (overshoot, a collision torque)
+    fast = limits.velocity * 1.5
+    hard = limits.effort * 1.5
+    noisy.process(t[-1] + 0.01, limits.joint_names, limits.position_max + 0.05, fast, hard)
+    assert noisy.counters.rejected == 3
+
+
+def test_the_fuzz_tests_model_adds_its_torque_residual_whatever_the_state(limits):
+    """test/fuzz.test expects the corrected torque of a good state to be the torque plus
+    EFFORT_RESIDUAL (make_fuzz_model.py); the other residuals come from the LSTM."""
+    from make_fuzz_model import EFFORT_RESIDUAL, fuzz_model
+    model = fuzz_model()
+    model.warmup_steps = 0
+    stream = ResidualStream(model, limits.bounds(measured=True))
+    t, q, qd, tau = samples(limits, n=40, seed=4)
+    for k in range(len(t)):
+        stream.process(t[k], limits.joint_names, q[k], qd[k], tau[k])
+        np.testing.assert_allclose(stream.residual[14:], EFFORT_RESIDUAL, atol=1e-5)
+    assert np.all(np.abs(stream.residual[:14]) > 1e-3)

@@ -6,8 +6,14 @@ remaps them onto the simulator's):
   subscribes ``joint_states`` (sensor_msgs/JointState; -> /sim/joint_states),
   publishes ``joint_states_realistic`` (sensor_msgs/JointState, same header stamp; ->
   /sim/joint_states_realistic), ``residual`` (sensor_msgs/JointState holding the residual in
-  position/velocity/effort; /realeasy/residual), and ``/diagnostics`` (latency and counters, 1 Hz).
+  position/velocity/effort; /realeasy/residual), and ``/diagnostics`` (latency and counters, and
+  the input and output checks' counters per topic and reason, 1 Hz).
 Service ``~reset`` (std_srvs/Trigger): forget the hidden state; warm-up starts again.
+
+Every joint state goes through sim2real_checks' joint-state check with the bounds of a measured
+state of the robot (``~limits``: ``JointLimits.bounds(measured=True)``); a rejected one is counted and logged by the
+node's guard (one line per topic, reason and second) and leaves the hidden state alone. No output
+with NaN/Inf is published (counted and logged the same way).
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from panda_sim2real.limits import JointLimits
 from realeasy_ros.model import REALTIME
 from realeasy_ros.model_file import load_model
 from realeasy_ros.residual_stream import InvalidJointState, LatencyStats, ResidualStream
+from sim2real_checks.diagnostics import node_guard
 
 INPUT = "joint_states"
 REALISTIC = "joint_states_realistic"
@@ -49,7 +56,10 @@ class ResidualPublisherNode:
                 raise Sim2RealError(f"~warmup_steps must be a non-negative integer, got {warmup!r}")
             model.warmup_steps = warmup
         self.model = model
-        self.stream = ResidualStream(model)
+        # a measured state's bounds; the model's joints are the limits' (check_compatible), in
+        # the same order
+        self.stream = ResidualStream(model, limits.bounds(measured=True))
+        self.guard = node_guard()
         self.latency = LatencyStats(int(rospy.get_param("~latency_window", 60000)))
         self._lock = threading.Lock()
         self._stamps: list[float] = []
@@ -64,6 +74,7 @@ class ResidualPublisherNode:
                                              tcp_nodelay=True)
         self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=1)
         rospy.Service("~reset", Trigger, self._on_reset)
+        self._input_topic = rospy.resolve_name(INPUT)
         self._subscriber = rospy.Subscriber(INPUT, JointState, self._on_state, queue_size=10000,
                                             tcp_nodelay=True)
         rospy.loginfo("%s: %s model %s (hidden %d, %d layers, trained at %.0f Hz on '%s'), "
@@ -78,12 +89,16 @@ class ResidualPublisherNode:
             try:
                 self.stream.process(stamp, msg.name, msg.position, msg.velocity, msg.effort)
             except InvalidJointState as exc:
-                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: joint state dropped: {exc}")
-                return
-            realistic = self.stream.layout.message(msg.header, self.stream.corrected)
-            residual = self.stream.layout.message(msg.header, self.stream.residual)
-        self._realistic.publish(realistic)
-        self._residual.publish(residual)
+                rejected: Optional[InvalidJointState] = exc
+            else:
+                rejected = None
+                realistic = self.stream.layout.message(msg.header, self.stream.corrected)
+                residual = self.stream.layout.message(msg.header, self.stream.residual)
+        if rejected is not None:
+            self.guard.reject(self._input_topic, rejected)
+            return
+        self.guard.publish(self._realistic, realistic)
+        self.guard.publish(self._residual, residual)
         self.latency.add(time.perf_counter() - received)
         if not self._rate_checked:
             self._check_rate(stamp)
@@ -125,7 +140,7 @@ class ResidualPublisherNode:
             name=f"{rospy.get_name()}: Realeasy residual", hardware_id="realeasy",
             message=f"{counters.corrected} corrected, {counters.rejected} rejected",
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
-        array = DiagnosticArray(status=[status])
+        array = DiagnosticArray(status=[status, self.guard.status()])
         array.header.stamp = rospy.Time.now()
         return array
 

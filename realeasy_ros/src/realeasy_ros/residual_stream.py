@@ -2,8 +2,9 @@
 ``residual_publisher`` node is a thin layer over :class:`ResidualStream`.
 
 * :class:`~sim2real_checks.joint_state.JointStateLayout` maps each JointState into the
-  model's [q, qd, tau] order by joint name, or says what is wrong with it, before the hidden
-  state is touched.
+  model's [q, qd, tau] order by joint name, or says what is wrong with it (repeated or missing
+  joints, wrong lengths, NaN/Inf, values beyond the robot's bounds), before the hidden state is
+  touched.
 * :class:`ResidualStream` runs one realtime step per valid sample (warm-up first, Algorithm 2) and
   resets the hidden state on a time jump backwards (a restarted simulator or a replayed bag).
 * :class:`LatencyStats` keeps the last processing latencies for the node's statistics.
@@ -15,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
+from sim2real_checks.joint_state import InvalidJointState, JointBounds, JointStateLayout
 from realeasy_ros.model_file import RealeasyModel
 from realeasy_ros.realtime import RealtimeResidual
 
@@ -36,12 +37,13 @@ class ResidualStream:
     """One realtime Realeasy step per valid joint state (Algorithm 3), after warm-up (Algorithm 2).
 
     After :meth:`process` the corrected state is in ``corrected`` and the residual in
-    ``residual`` (physical units, the model's joint order); both arrays are reused.
+    ``residual`` (physical units, the model's joint order); both arrays are reused. With
+    ``bounds`` (in the model's joint order) a sample beyond them is rejected like a malformed one.
     """
 
-    def __init__(self, model: RealeasyModel) -> None:
+    def __init__(self, model: RealeasyModel, bounds: Optional[JointBounds] = None) -> None:
         self.model = model
-        self.layout = JointStateLayout(model.joint_names)
+        self.layout = JointStateLayout(model.joint_names, bounds)
         self.core = RealtimeResidual(model)
         width = 3 * self.layout.dof
         self.x = np.zeros(width)

@@ -1,5 +1,5 @@
 """The in-process runner, its step hook (where the kernel manager plugs in), the recorded bag,
-and the vehicle's message conversions."""
+and the vehicle's message conversions (their checks: test_vehicle_checks.py)."""
 import math
 import os
 
@@ -10,11 +10,8 @@ import rosbag
 from kernel_manager_ros.bag_history import read_history
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.mission import MissionConfig
-from kernel_manager_ros.msg import VehicleCommand
 from kernel_manager_ros.state_spec import StateSpec
-from kernel_manager_ros.vehicle_messages import (
-    GPS_TOPIC, PITCH_TOPIC, SensorFields, command_from_message, reset_message,
-    sensor_message_is_finite, set_state_arguments, vehicle_state_message)
+from kernel_manager_ros.vehicle_messages import GPS_TOPIC, PITCH_TOPIC, SensorFields
 from kernel_manager_ros.vehicle_model import VehicleConfig
 from kernel_manager_ros.vehicle_run import SensorOverride, run_missions, write_bag
 
@@ -136,26 +133,3 @@ def test_sensor_fields_map_the_state_to_the_configuration_interface():
                                   "pitch": 0.1})
     state[[f.vx, f.vy]] = 0.0
     assert "yaw" not in f.set_state_arguments(state)   # no course at standstill
-
-
-def test_message_validation():
-    cmd = VehicleCommand(speed=float("nan"), steering_angle=0.0)
-    with pytest.raises(KernelError, match="NaN"):
-        command_from_message(cmd)
-    msg = vehicle_state_message(0.0, x=1.0, y=2.0, pitch=0.1)
-    assert set_state_arguments(msg) == {"x": 1.0, "y": 2.0, "pitch": 0.1}
-    msg.pitch = float("inf")
-    with pytest.raises(KernelError, match="pitch"):
-        set_state_arguments(msg)
-    velocity = vehicle_state_message(0.0)
-    velocity.set_velocity, velocity.vx, velocity.vy = True, 0.0, -2.0
-    assert set_state_arguments(velocity) == pytest.approx({"speed": 2.0, "yaw": -math.pi / 2})
-    reset = reset_message(3.0, 1.0, 2.0, 0.5)
-    assert reset.reset and set_state_arguments(reset) == {"x": 1.0, "y": 2.0, "yaw": 0.5}
-    with pytest.raises(KernelError, match="together"):
-        vehicle_state_message(0.0, x=1.0)
-    run = run_missions(DESIGN, MISSION, SPEC, 1, record_messages=True)
-    gps = next(m for _, topic, m in run.missions[0].messages if topic == GPS_TOPIC)
-    assert sensor_message_is_finite(gps)
-    gps.point.y = float("nan")
-    assert not sensor_message_is_finite(gps)

@@ -10,16 +10,19 @@ Parameters
                             state values not named in ``fields`` are not set. Without it, motor
                             kernels are reported but cannot be applied (a warning at start-up).
   ~suffix (str, "_kernel")  sensor data are republished on <topic><suffix>
+  ~max_abs (float, 1e5)     the largest magnitude a float of a sensor or action message may have
 Topics
   subscribes every sensor topic and action topic of ~config (their own types);
   publishes <sensor topic>_kernel (same type): passed through, or, while a sensor kernel that
   holds this sensor is active, the message last published there again (values and header stamp
   unchanged, eq. 9: the sensor holds);
   ~set_state's topic (motor kernels: the simulator is set to f_k(s, a));
-  /kernel_manager/active_kernel (kernel_manager_ros/ActiveKernel) once per step.
+  /kernel_manager/active_kernel (kernel_manager_ros/ActiveKernel) once per step;
+  /diagnostics: the guard's counters of rejected and withheld messages, at 1 Hz.
 A step is a message on the first action topic; its state s is the latest value of every sensor
-(as the simulation reported it). Bad messages (missing fields, NaN/Inf) are dropped with a
-throttled error; nothing NaN is published.
+(as the simulation reported it). A message with a float NaN/Inf or beyond ~max_abs, or without a
+field the state needs, is dropped (channel_check.py) with one error line per topic, reason and
+second; every output goes through the guard's publish-side check.
 """
 from __future__ import annotations
 
@@ -31,8 +34,11 @@ import numpy as np
 import rospy
 from roslib.message import get_message_class
 
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.errors import Rejected
+
+from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.finite import non_finite_fields
 from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
@@ -40,6 +46,9 @@ from kernel_manager_ros.msg import ActiveKernel
 from kernel_manager_ros.state_spec import Channel, FieldPath, StateSpec
 
 ACTIVE_KERNEL = "/kernel_manager/active_kernel"
+MAX_ABS = 1e5
+"""Default ~max_abs: above every state value of the robots here (the vehicle's world is
+±1000 m, the Panda's joint torques at most 87 N m)."""
 
 
 def message_class(msg_type: str, what: str) -> Any:
@@ -103,6 +112,10 @@ class KernelManagerNode:
             rospy.logwarn(f"{rospy.get_name()}: {counts['motor']} motor kernels but no "
                           f"~set_state interface: they are reported, not applied")
         suffix = str(rospy.get_param("~suffix", "_kernel"))
+        self.max_abs = float(rospy.get_param("~max_abs", MAX_ABS))
+        if not self.max_abs > 0:
+            raise KernelError(f"~max_abs must be a number > 0, got {self.max_abs}")
+        self.guard = node_guard()
         self._lock = threading.Lock()
         n_sensors = len(self.spec.sensors)
         self._values: list[Optional[np.ndarray]] = [None] * n_sensors
@@ -123,41 +136,30 @@ class KernelManagerNode:
             cls = message_class(channel.msg_type, f"action {channel.name}")
             rospy.Subscriber(channel.topic, cls, self._on_action, callback_args=j,
                              queue_size=100)
+        self.diagnostics = GuardDiagnostics(self.guard)
         rospy.loginfo(f"{rospy.get_name()}: {len(kernels)} kernels ({counts['motor']} motor, "
                       f"{counts['sensor']} sensor) from {kernels_path}; state "
                       f"({', '.join(self.spec.state_names)}); steps on "
                       f"{self.spec.actions[0].topic}")
 
     def _values_of(self, channel: Channel, msg: Any) -> Optional[np.ndarray]:
-        try:
-            values = channel.values(msg)
-        except KernelError as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {channel.topic} dropped: {exc}")
-            return None
-        if not np.isfinite(values).all():
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {channel.topic} dropped: NaN/Inf "
-                                       f"in {list(channel.fields)}")
-            return None
-        return values
+        return self.guard.check(channel.topic, lambda m: channel_values(channel, m, self.max_abs),
+                                msg)
 
     def _on_sensor(self, msg: Any, i: int) -> None:
         values = self._values_of(self.spec.sensors[i], msg)
         if values is None:
-            return
-        bad = non_finite_fields(msg)
-        if bad:   # the relay republishes the whole message: nothing non-finite goes out
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {self.spec.sensors[i].topic} "
-                                       f"dropped: NaN/Inf in {', '.join(bad[:3])}")
             return
         with self._lock:
             self._values[i] = values
             out = msg if self._override is None or self._override[i] is None \
                 else self._override[i]
             self._published[i] = out
-        self._relays[i].publish(out)
+        self.guard.publish(self._relays[i], out)
 
     def _on_action(self, msg: Any, j: int) -> None:
-        values = self._values_of(self.spec.actions[j], msg)
+        channel = self.spec.actions[j]
+        values = self._values_of(channel, msg)
         if values is None:
             return
         with self._lock:
@@ -170,7 +172,7 @@ class KernelManagerNode:
             try:
                 decision = self.manager.decide(state, action)
             except KernelError as exc:
-                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: step skipped: {exc}")
+                self.guard.reject(channel.topic, Rejected("step", f"step skipped: {exc}"))
                 return
             self.steps += 1
             self._override = self._held(decision) if decision is not None \
@@ -178,8 +180,9 @@ class KernelManagerNode:
             header_stamp = msg.header.stamp if hasattr(msg, "header") else rospy.Time.now()
         self._report(decision, header_stamp)
         if decision is not None and decision.kind == "motor" and self._set_state_pub:
-            self._set_state_pub.publish(self.set_state.message(decision.next_state))
-            self.applied += 1
+            if self.guard.publish(self._set_state_pub,
+                                  self.set_state.message(decision.next_state)):
+                self.applied += 1
 
     def _held(self, decision: Decision) -> list[Any]:
         """For every sensor the kernel holds, the message it last published on the relay (values
@@ -198,7 +201,7 @@ class KernelManagerNode:
         if decision is not None:
             out.index, out.kind = decision.index, decision.kind
             out.activation, out.distance = decision.activation, decision.distance
-        self._active.publish(out)
+        self.guard.publish(self._active, out)
 
 
 def main() -> None:

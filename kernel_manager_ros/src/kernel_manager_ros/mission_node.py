@@ -8,7 +8,10 @@ publishes ``/vehicle/cmd`` (kernel_manager_ros/VehicleCommand) and ``/mission/pe
 mission start (a start pose drawn as in §4).
 Parameters: ``~config`` (mission YAML), ``~missions`` (0 = forever), ``~gap`` (s between
 missions), ``~seed``, ``~use_kernel_topics``, ``~pitch_speed_gain`` (overrides the config's, for
-a redesigned program). Sensor messages with NaN/Inf are dropped with a throttled error.
+a redesigned program). A sensor message that is not finite, leaves the vehicle's physical range
+or is stamped far after the node's clock (vehicle_checks.check_sensor) is dropped with one error
+line per topic, reason and second; every output goes through the guard's publish-side check; the
+guard's counters are on ``/diagnostics`` at 1 Hz.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any, Optional
 import numpy as np
 import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.config_files import config_path
@@ -25,9 +29,10 @@ from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
+from kernel_manager_ros.vehicle_checks import check_sensor
 from kernel_manager_ros.vehicle_messages import (
-    CMD_TOPIC, GPS_TOPIC, GPS_VEL_TOPIC, PERF_TOPIC, PITCH_TOPIC, SET_STATE_TOPIC,
-    command_message, observation, perf_message, reset_message, sensor_message_is_finite)
+    CMD_TOPIC, GPS_TOPIC, GPS_VEL_TOPIC, PERF_TOPIC, PITCH_TOPIC, SENSOR_TOPICS, SET_STATE_TOPIC,
+    command_message, observation, perf_message, reset_message)
 
 KERNEL_SUFFIX = "_kernel"
 
@@ -44,23 +49,27 @@ class MissionNode:
         self.gap = float(rospy.get_param("~gap", 2.0))
         suffix = KERNEL_SUFFIX if rospy.get_param("~use_kernel_topics", False) else ""
         self.program = MissionProgram(config, np.random.default_rng(int(rospy.get_param("~seed", 0))))
+        self.guard = node_guard()
         self._lock = threading.Lock()
         self._latest: dict[str, Any] = {}
         self._cmd = rospy.Publisher(CMD_TOPIC, VehicleCommand, queue_size=10)
         self._perf = rospy.Publisher(PERF_TOPIC, Float64, queue_size=10)
         self._total = rospy.Publisher("/mission/total_reward", Float64, queue_size=10, latch=True)
         self._reset = rospy.Publisher(SET_STATE_TOPIC, VehicleState, queue_size=1, latch=True)
+        self._sensor_topics = {topic: topic + suffix for topic in SENSOR_TOPICS}
         for topic, cls in ((GPS_TOPIC, PointStamped), (GPS_VEL_TOPIC, TwistStamped),
                            (PITCH_TOPIC, Vector3Stamped)):
             rospy.Subscriber(topic + suffix, cls, self._on_sensor, callback_args=topic,
                              queue_size=20)
+        self.diagnostics = GuardDiagnostics(self.guard)
         self.totals: list[float] = []
         rospy.loginfo("%s: %d goals, program %s, sensors %s", rospy.get_name(),
                       len(config.goals), config.program, "<topic>" + suffix)
 
     def _on_sensor(self, msg: Any, topic: str) -> None:
-        if not sensor_message_is_finite(msg):
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: {topic} message with NaN/Inf dropped")
+        checked = self.guard.check(self._sensor_topics[topic],
+                                   lambda m: check_sensor(m, rospy.get_time()), msg)
+        if checked is None:
             return
         with self._lock:
             self._latest[topic] = msg
@@ -76,7 +85,7 @@ class MissionNode:
     def _run_mission(self, rate: rospy.Rate) -> Optional[float]:
         x, y, yaw = self.program.start_pose()
         t_reset = rospy.get_time()
-        self._reset.publish(reset_message(t_reset, x, y, yaw))
+        self.guard.publish(self._reset, reset_message(t_reset, x, y, yaw))
         while (msgs := self._sensors_since(t_reset)) is None:
             if rospy.is_shutdown():
                 return None
@@ -88,9 +97,9 @@ class MissionNode:
             msgs = self._sensors_since(t_reset)
             tick = self.program.tick(observation(*msgs), t)
             total += tick.perf
-            self._perf.publish(perf_message(tick.perf))
+            self.guard.publish(self._perf, perf_message(tick.perf))
             command = tick.command or Command(0.0, 0.0)
-            self._cmd.publish(command_message(command, t))
+            self.guard.publish(self._cmd, command_message(command, t))
             if tick.done:
                 return total
             rate.sleep()
@@ -105,7 +114,7 @@ class MissionNode:
             if total is None:
                 break
             self.totals.append(total)
-            self._total.publish(Float64(data=total))
+            self.guard.publish(self._total, Float64(data=total))
             rospy.loginfo("%s: mission %d total reward %.0f, ATR %.2f", rospy.get_name(),
                           len(self.totals), total, average_total_reward(self.totals)[-1])
             rospy.sleep(self.gap)

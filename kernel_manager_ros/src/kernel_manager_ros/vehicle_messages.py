@@ -74,32 +74,11 @@ def observation(gps: PointStamped, gps_vel: TwistStamped, pitch: Vector3Stamped)
                        gps.header.stamp.to_sec(), pitch.vector.y, pitch.header.stamp.to_sec())
 
 
-def sensor_message_is_finite(msg: Any) -> bool:
-    """False when a GPS, GPS-velocity or pitch message carries NaN/Inf."""
-    if isinstance(msg, PointStamped):
-        values = (msg.point.x, msg.point.y, msg.point.z)
-    elif isinstance(msg, TwistStamped):
-        values = (msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z)
-    elif isinstance(msg, Vector3Stamped):
-        values = (msg.vector.x, msg.vector.y, msg.vector.z)
-    else:
-        raise KernelError(f"not a vehicle sensor message: {type(msg).__name__}")
-    return all(math.isfinite(v) for v in values)
-
-
 def command_message(command: Command, t: float) -> VehicleCommand:
     msg = VehicleCommand()
     msg.header.stamp = to_time(t)
     msg.speed, msg.steering_angle = command.speed, command.steering
     return msg
-
-
-def command_from_message(msg: VehicleCommand) -> Command:
-    """KernelError when the command holds NaN/Inf (the simulation then keeps the last one)."""
-    if not (math.isfinite(msg.speed) and math.isfinite(msg.steering_angle)):
-        raise KernelError(f"command with NaN/Inf: speed={msg.speed}, "
-                          f"steering_angle={msg.steering_angle}")
-    return Command(float(msg.speed), float(msg.steering_angle))
 
 
 def perf_message(perf: float) -> Float64:
@@ -127,34 +106,6 @@ def reset_message(t: float, x: float, y: float, yaw: float) -> VehicleState:
     msg = vehicle_state_message(t, x=x, y=y, yaw=yaw, speed=0.0)
     msg.reset = True
     return msg
-
-
-def set_state_arguments(msg: VehicleState) -> dict[str, float]:
-    """The keyword arguments of ``VehicleModel.set_state`` a VehicleState message asks for
-    (all of x, y, yaw for a reset); KernelError when a value to be used is NaN/Inf."""
-    if msg.reset:
-        args = {"x": msg.x, "y": msg.y, "yaw": msg.yaw}
-        bad = [k for k, v in args.items() if not math.isfinite(v)]
-        if bad:
-            raise KernelError(f"reset with NaN/Inf in {bad}")
-        return args
-    args: dict[str, float] = {}
-    if msg.set_position:
-        args["x"], args["y"] = msg.x, msg.y
-    if msg.set_yaw:
-        args["yaw"] = msg.yaw
-    if msg.set_speed:
-        args["speed"] = msg.speed
-    if msg.set_pitch:
-        args["pitch"] = msg.pitch
-    if msg.set_velocity:
-        if not (math.isfinite(msg.vx) and math.isfinite(msg.vy)):
-            raise KernelError("set-state with NaN/Inf in ['vx', 'vy']")
-        args.update(yaw_and_speed(msg.vx, msg.vy))
-    bad = [k for k, v in args.items() if not math.isfinite(v)]
-    if bad:
-        raise KernelError(f"set-state with NaN/Inf in {bad}")
-    return args
 
 
 MIN_COURSE_SPEED = 0.05   # m/s: below this a velocity does not define a heading

@@ -10,7 +10,10 @@ Topics (relative to the node's namespace, ``/vehicle`` in vehicle.launch):
 Parameters: ``~config`` (vehicle YAML), ``~gps_rate`` (Hz, overrides the config), ``~seed``,
 ``~publish_clock`` (be the clock source: publish /clock at the physics rate, paced by
 ``~real_time_factor``, 0 = as fast as possible); otherwise the simulation follows ROS time.
-A command or set-state with NaN/Inf is dropped with a throttled error; the node keeps running.
+A command or set-state that is not finite or leaves the model's physical bounds
+(vehicle_checks.py: top speed, steering limit, the 1000 m world, ...) is dropped with one error
+line per topic, reason and second; every output goes through the guard's publish-side check; the
+guard's counters are on ``/diagnostics`` at 1 Hz.
 """
 from __future__ import annotations
 
@@ -22,13 +25,16 @@ import rospy
 from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.errors import Rejected
+
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.node_runner import run_node
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
-from kernel_manager_ros.vehicle_messages import (
-    attitude_message, command_from_message, gps_messages, set_state_arguments, to_time)
-from kernel_manager_ros.vehicle_model import VehicleConfig, VehicleModel
+from kernel_manager_ros.vehicle_checks import VehicleBounds, check_command, check_set_state
+from kernel_manager_ros.vehicle_messages import attitude_message, gps_messages, to_time
+from kernel_manager_ros.vehicle_model import GpsFix, VehicleConfig, VehicleModel
 
 DEFAULT_CONFIG = "vehicle_design.yaml"
 
@@ -45,34 +51,36 @@ class VehicleSimNode:
         self.real_time_factor = float(rospy.get_param("~real_time_factor", 1.0))
         if self.real_time_factor < 0:
             raise KernelError("~real_time_factor must be >= 0")
+        self.bounds = VehicleBounds.of(self.config.vehicle)
+        self.guard = node_guard()
         self._lock = threading.Lock()
         self.vehicle: Optional[VehicleModel] = None
         self._gps = rospy.Publisher("gps", PointStamped, queue_size=20)
         self._gps_vel = rospy.Publisher("gps_vel", TwistStamped, queue_size=20)
         self._pitch = rospy.Publisher("pitch", Vector3Stamped, queue_size=20)
         self._clock = rospy.Publisher("/clock", Clock, queue_size=10) if self.publish_clock else None
-        rospy.Subscriber("cmd", VehicleCommand, self._on_command, queue_size=10)
-        rospy.Subscriber("set_state", VehicleState, self._on_set_state, queue_size=10)
+        self._cmd_topic = rospy.Subscriber("cmd", VehicleCommand, self._on_command,
+                                           queue_size=10).resolved_name
+        self._set_state_topic = rospy.Subscriber("set_state", VehicleState, self._on_set_state,
+                                                 queue_size=10).resolved_name
+        self.diagnostics = GuardDiagnostics(self.guard)
         rospy.loginfo("%s: %s, GPS %.1f Hz, ramp %s, config %s", rospy.get_name(),
                       self.config.label, self.config.sensors.gps_rate,
                       "yes" if self.config.ramp else "no", path)
 
     # ------------------------------------------------------------------------- callbacks
     def _on_command(self, msg: VehicleCommand) -> None:
-        try:
-            command = command_from_message(msg)
-        except KernelError as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: command dropped: {exc}")
+        command = self.guard.check(self._cmd_topic, lambda m: check_command(m, self.bounds), msg)
+        if command is None:
             return
         with self._lock:
             if self.vehicle is not None:
                 self.vehicle.command(command.speed, command.steering)
 
     def _on_set_state(self, msg: VehicleState) -> None:
-        try:
-            args = set_state_arguments(msg)
-        except KernelError as exc:
-            rospy.logerr_throttle(1.0, f"{rospy.get_name()}: set_state dropped: {exc}")
+        args = self.guard.check(self._set_state_topic, lambda m: check_set_state(m, self.bounds),
+                                msg)
+        if args is None:
             return
         with self._lock:
             if self.vehicle is None:
@@ -83,16 +91,19 @@ class VehicleSimNode:
                     self._publish_all()
                 else:
                     self.vehicle.set_state(**args)
-            except KernelError as exc:     # e.g. a position beyond the world: state unchanged
-                rospy.logerr_throttle(1.0, f"{rospy.get_name()}: set_state dropped: {exc}")
+            except KernelError as exc:     # the model's own refusal: state unchanged
+                self.guard.reject(self._set_state_topic, Rejected("bounds", str(exc)))
 
     # ---------------------------------------------------------------------------- running
     def _publish_all(self) -> None:
         readings = self.vehicle.readings()
-        position, velocity = gps_messages(readings.gps)
-        self._gps.publish(position)
-        self._gps_vel.publish(velocity)
-        self._pitch.publish(attitude_message(readings.attitude))
+        self._publish_gps(readings.gps)
+        self.guard.publish(self._pitch, attitude_message(readings.attitude))
+
+    def _publish_gps(self, fix: GpsFix) -> None:
+        position, velocity = gps_messages(fix)
+        self.guard.publish(self._gps, position)
+        self.guard.publish(self._gps_vel, velocity)
 
     def _step(self) -> None:
         """One physics step; publishes the sensors that updated."""
@@ -101,11 +112,9 @@ class VehicleSimNode:
             self.vehicle.step()
             after = self.vehicle.readings()
         if after.gps is not before.gps:
-            position, velocity = gps_messages(after.gps)
-            self._gps.publish(position)
-            self._gps_vel.publish(velocity)
+            self._publish_gps(after.gps)
         if after.attitude is not before.attitude:
-            self._pitch.publish(attitude_message(after.attitude))
+            self.guard.publish(self._pitch, attitude_message(after.attitude))
 
     def spin(self) -> None:
         if self.publish_clock:

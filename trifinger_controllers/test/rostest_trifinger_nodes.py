@@ -7,8 +7,10 @@
 2. lock step: a second run with the same seed gives bit-identical joint states and commands, and
    the run is the in-process evaluation's episode of that seed, bit for bit;
 3. free running (half real time): CPC's commands at 200 Hz on the simulated clock; /clock;
-4. bad input: malformed commands are dropped and the simulator runs on with the last valid one;
-   bad parameters stop a node with one [FATAL] line and exit status 1.
+4. bad input: malformed commands are dropped and the simulator runs on with the last valid one
+   (counted per topic and reason on /diagnostics); bad parameters stop a node with one [FATAL]
+   line and exit status 1; SIGINT stops the simulator and a controller (exit 0) well within
+   roslaunch's 15 s before it escalates.
 The nodes are started by this script (rosrun, fresh parameters each time) so that it can run
 several configurations in one master. Not collected by pytest (file name)."""
 import json
@@ -31,6 +33,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose, RobotState
 
@@ -40,6 +43,8 @@ RATES = {"cpc": 200.0, "cic": 100.0, "mp": 500.0}
 RATE_WINDOW = 1.5          # simulated s over which the rate is measured
 LOCK_STEP_SECONDS = 0.6    # simulated s of each lock-step run
 LOCK_STEP_SEED = 5
+SHUTDOWN_LIMIT = 10.0      # wall s from SIGINT to exit (roslaunch escalates to SIGTERM at 15 s)
+GUARD = "input and output checks"   # name suffix of a node's sim2real_checks status
 
 
 def wait_for(predicate, timeout):
@@ -77,9 +82,14 @@ class Node:
             return None
 
     def stop(self):
+        """SIGINT (SIGKILL after 15 s); the exit status. ``stop_seconds``: how long it took."""
+        self.stop_seconds = 0.0
         if self.proc.poll() is None:
+            start = time.monotonic()
             os.killpg(self.proc.pid, signal.SIGINT)
-            if self.wait(15) is None:
+            code = self.wait(15)
+            self.stop_seconds = time.monotonic() - start
+            if code is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
@@ -185,13 +195,15 @@ class TrifingerNodes(unittest.TestCase):
         by_step = {}
         for m in commands:
             self.assertEqual(list(m.name), list(rc.JOINT_NAMES))
-            by_step.setdefault(rc.step_of(m.header.stamp), rc.torque_from_msg(m))
+            by_step.setdefault(rc.step_of(m.header.stamp), mc.torque_from_msg(m))
         return states, by_step, result, {kv.key: kv.value for kv in status.values}
 
-    def _status(self, node):
-        """(arrival, DiagnosticStatus) of the node ``node`` (full name)."""
+    def _status(self, node, guard=False):
+        """(arrival, DiagnosticStatus) of the node ``node`` (full name): its own statuses, or
+        with ``guard`` its input and output checks."""
         with self.rec.lock:
-            return [(t, s) for t, s in self.rec.diagnostics if s.name.startswith(f"{node}:")]
+            return [(t, s) for t, s in self.rec.diagnostics if s.name.startswith(f"{node}:")
+                    and s.name.endswith(GUARD) == guard]
 
     def test_1_controllers_publish_limited_torques_at_their_rate(self):
         """Each controller in lock step: every step answered, torques within the limit, a new
@@ -286,7 +298,7 @@ class TrifingerNodes(unittest.TestCase):
         self.assertIsNone(sim.proc.poll(), sim.output()[-2000:])
         steps = np.array([rc.step_of(m.header.stamp) for m in commands])
         self.assertEqual(len(set(steps)), len(steps), "a state was answered twice")
-        efforts = np.array([rc.torque_from_msg(m) for m in commands])
+        efforts = np.array([mc.torque_from_msg(m) for m in commands])
         self.assertTrue(np.all(np.abs(efforts) <= TORQUE_LIMIT + 1e-12))
         in_window = steps[(steps >= first) & (steps < first + window)]
         measured = len(in_window) / RATE_WINDOW
@@ -328,8 +340,11 @@ class TrifingerNodes(unittest.TestCase):
 
         rec = self.rec
         rec.clear()
+        # a command timeout beyond the test: the last valid command stays applied (the hold after
+        # a timeout is command_timeout.test's)
         sim = self.start("trifinger_sim", "trifinger_sim", level=3, seed=0, lock_step="false",
-                         real_time_factor=1.0, episode_seconds=0, publish_clock="false")
+                         real_time_factor=1.0, episode_seconds=0, publish_clock="false",
+                         command_timeout=1000)
         torque_pub = rospy.Publisher(f"{NS}/torque_command", JointState, queue_size=10)
         position_pub = rospy.Publisher(f"{NS}/position_command", JointState, queue_size=10)
         self.assertTrue(wait_for(lambda: torque_pub.get_num_connections() > 0
@@ -363,15 +378,22 @@ class TrifingerNodes(unittest.TestCase):
         with rec.lock:
             last = rec.states[max(rec.states)]
         # the last valid command is still applied (up to trifinger_simulation's velocity damping)
-        applied = np.array(rc.robot_state_from_msg(last).torque)
+        applied = np.array(mc.robot_state_from_msg(last).torque)
         velocity = np.array(last.velocity)
         self.assertTrue(np.all(np.abs(applied - held) <= 0.1 * np.abs(velocity) + 5e-3),
                         f"applied {applied}, held {held}")
+        sim_node = f"{NS}/trifinger_sim"
+        self.assertTrue(wait_for(lambda: self._guard_counts(sim_node).get(
+            f"{NS}/position_command", 0) == 1, 5), self._guard_counts(sim_node))
+        self.assertEqual(self._guard_counts(sim_node)[f"{NS}/torque_command"], 4)
         log = sim.output()
-        for expected in ("effort has 8 values", "not finite", "unknown joint names",
-                         "position_command dropped"):
+        for expected in ("torque_command: rejected [malformed]: effort has 8 values",
+                         "torque_command: rejected [non_finite]: NaN/Inf in effort",
+                         "torque_command: rejected [missing_joint]: missing joint",
+                         "position_command: rejected [non_finite]"):
             self.assertIn(expected, log)
         self.assertEqual(sim.stop(), 0, log[-2000:])
+        self.assertLess(sim.stop_seconds, SHUTDOWN_LIMIT)
 
         self._check_controller_survives_bad_messages(probe)
 
@@ -417,18 +439,30 @@ class TrifingerNodes(unittest.TestCase):
         states.publish(state(10))
         self.assertTrue(wait_for(lambda: len(answers) > 0, 10), probe.output()[-2000:])
         self.assertEqual(rc.step_of(answers[0].header.stamp), 10)
-        self.assertTrue(np.all(np.abs(rc.torque_from_msg(answers[0])) <= TORQUE_LIMIT))
+        self.assertTrue(np.all(np.abs(mc.torque_from_msg(answers[0])) <= TORQUE_LIMIT))
         done = time.monotonic()
         node = f"{PROBE}/cpc_controller"
-        self.assertTrue(wait_for(lambda: any(t > done for t, _ in self._status(node)), 5))
+        self.assertTrue(wait_for(lambda: any(t > done for t, _ in self._status(node, True)), 5))
         self.assertIsNone(probe.proc.poll())
-        values = {kv.key: kv.value for kv in self._status(node)[-1][1].values}
-        self.assertEqual(int(values.get("dropped_joint_states", 0)), 3, values)
-        self.assertEqual(int(values.get("dropped_object_pose", 0)), 1, values)
+        counts = self._guard_counts(node)
+        self.assertEqual(counts, {topic("joint_states"): 3, topic("object_pose"): 1})
         log = probe.output()
-        for expected in ("position has 8 values", "not finite", "unknown joint names",
-                         "not a unit quaternion"):
+        for expected in ("joint_states: rejected [malformed]: position has 8 values",
+                         "joint_states: rejected [non_finite]: NaN/Inf in velocity",
+                         "joint_states: rejected [missing_joint]: missing joint",
+                         "object_pose: rejected [quaternion]: orientation norm 0.5"):
             self.assertIn(expected, log)
+        self.assertEqual(probe.stop(), 0, log[-2000:])
+        self.assertLess(probe.stop_seconds, SHUTDOWN_LIMIT)
+
+    def _guard_counts(self, node):
+        """Rejections per topic in the newest guard status of ``node``."""
+        statuses = self._status(node, True)
+        counts = {}
+        for kv in statuses[-1][1].values if statuses else []:
+            topic_name = kv.key.split(" [")[0]
+            counts[topic_name] = counts.get(topic_name, 0) + int(kv.value)
+        return counts
 
 
 if __name__ == "__main__":

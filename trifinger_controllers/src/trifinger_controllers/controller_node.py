@@ -20,8 +20,12 @@ Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG
 ``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~residual`` (optional
 residual policy file of residual.py, applied on top of the controller), ``~lock_step_wait`` (2 s).
 A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
-A joint state or pose that fails validation is dropped with a throttled error. If the controller
-raises, the node commands zero torque for that period and logs the error (throttled).
+Every input is checked (message_checks.py: joint states by name, lengths, NaN/Inf, the platform's
+limits widened for measurement, a stamp far ahead of the clock; poses finite, within 0.52 m of
+the arena centre, unit quaternion, world frame); a bad one is dropped and counted per topic and
+reason in /diagnostics, with one error line per topic, reason and second (sim2real_checks'
+guard). A torque command is published only if it is finite. If the controller raises, the node
+commands zero torque for that period and logs the error (throttled).
 """
 from __future__ import annotations
 
@@ -31,20 +35,23 @@ import os
 import threading
 import time
 import warnings
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
+from sim2real_checks.diagnostics import node_guard
 
+from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.controllers import default_grasp, default_parameters, make_controller
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation, RobotState
 
+T = TypeVar("T")
 LOCK_STEP_WAIT = 2.0            # wall s an answer waits for an announced pose / the goal
 STATS_WINDOW = 20000            # compute times kept for the statistics
 
@@ -97,7 +104,6 @@ class ComputeStats:
         self.reset_seconds: Optional[float] = None
         self.first_step: Optional[int] = None
         self.last_step: Optional[int] = None
-        self.dropped = collections.Counter()
 
     def add(self, seconds: float, step: int) -> None:
         self.times.append(seconds)
@@ -120,7 +126,6 @@ class ComputeStats:
             # calls per simulated second (the rate on the simulated clock)
             "rate_sim_hz": f"{(self.calls - 1) * PHYSICS_RATE / span:.1f}" if span else "-",
         }
-        values.update({f"dropped_{k}": v for k, v in sorted(self.dropped.items())})
         return values
 
 
@@ -143,6 +148,7 @@ class ControllerNode:
                                            str(rospy.get_param("~residual", "")))
         self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))
         self.stats = ComputeStats()
+        self.guard = node_guard()
         self._log_error = rc.ThrottledLog(rospy.logerr)
         self._cond = threading.Condition()
         self._goal: Optional[CubePose] = None
@@ -159,6 +165,8 @@ class ControllerNode:
             self._commands = rospy.Publisher(rc.TORQUE_COMMAND, JointState, queue_size=None,
                                              tcp_nodelay=True)
         self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=1)
+        self._topics = {name: rospy.resolve_name(name)
+                        for name in (rc.GOAL_POSE, rc.OBJECT_POSE, rc.JOINT_STATES)}
         rospy.Subscriber(rc.GOAL_POSE, PoseStamped, self._on_goal, queue_size=1)
         rospy.Subscriber(rc.OBJECT_POSE, PoseStamped, self._on_pose, queue_size=1,
                          tcp_nodelay=True)
@@ -171,17 +179,13 @@ class ControllerNode:
                       self.controller.rate_hz, self.period)
 
     # ------------------------------------------------------------------------------ inputs
-    def _drop(self, topic: str, exc: Exception) -> None:
-        with self._cond:
-            self.stats.dropped[topic] += 1
-        self._log_error(f"{topic}: {rc.problem_kind(exc)}",
-                        f"{self.node}: {topic} dropped: {exc}")
+    def _check(self, name: str, parse: Callable[[Any], T], msg: Any) -> Optional[T]:
+        """``parse(msg)``, or None after the guard counted and logged the rejection."""
+        return self.guard.check(self._topics[name], parse, msg)
 
     def _on_goal(self, msg: PoseStamped) -> None:
-        try:
-            goal = rc.cube_pose_from_msg(msg)
-        except rc.MessageError as exc:
-            self._drop(rc.GOAL_POSE, exc)
+        goal = self._check(rc.GOAL_POSE, mc.cube_pose_from_msg, msg)
+        if goal is None:
             return
         with self._cond:
             old = self._goal
@@ -192,22 +196,28 @@ class ControllerNode:
             self._cond.notify_all()
 
     def _on_pose(self, msg: PoseStamped) -> None:
-        try:
-            pose = rc.cube_pose_from_msg(msg)
-        except rc.MessageError as exc:
-            self._drop(rc.OBJECT_POSE, exc)
+        pose = self._check(rc.OBJECT_POSE, self._parse_pose, msg)
+        if pose is None:
             return
         with self._cond:
             self._cube, self._cube_ns = pose, msg.header.stamp.to_nsec()
             self._cond.notify_all()
 
+    @staticmethod
+    def _parse_pose(msg: PoseStamped) -> CubePose:
+        mc.check_not_ahead(msg.header.stamp, rospy.Time.now(), "object pose")
+        return mc.cube_pose_from_msg(msg)
+
+    @staticmethod
+    def _parse_state(msg: JointState) -> tuple[RobotState, Optional[int]]:
+        mc.check_not_ahead(msg.header.stamp, rospy.Time.now(), "joint state")
+        return mc.robot_state_from_msg(msg), rc.parse_lock_step_tag(msg.header.frame_id)
+
     def _on_state(self, msg: JointState) -> None:
-        try:
-            state = rc.robot_state_from_msg(msg)
-            announced = rc.parse_lock_step_tag(msg.header.frame_id)
-        except rc.MessageError as exc:
-            self._drop(rc.JOINT_STATES, exc)
+        checked = self._check(rc.JOINT_STATES, self._parse_state, msg)
+        if checked is None:
             return
+        state, announced = checked
         lock_step = announced is not None
         with self._cond:
             if lock_step:
@@ -221,7 +231,8 @@ class ControllerNode:
             goal, cube = self._goal, self._cube
         computed = self._answer(state, goal, cube)
         if computed or lock_step:   # lock step: answer every state, or the simulator stalls
-            self._commands.publish(rc.torque_command_msg(self._held, msg.header.stamp))
+            self.guard.publish(self._commands,
+                               rc.torque_command_msg(self._held, msg.header.stamp))
 
     # ------------------------------------------------------------------------------ control
     def _answer(self, state: RobotState, goal: Optional[CubePose],
@@ -276,7 +287,7 @@ class ControllerNode:
             hardware_id="trifinger (simulation)",
             message=f"{values['calls']} calls, median {values['compute_median_us']} us",
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
-        array = DiagnosticArray(status=[status])
+        array = DiagnosticArray(status=[status, self.guard.status()])
         array.header.stamp = rospy.Time.now()
         return array
 
@@ -286,7 +297,7 @@ class ControllerNode:
         while not rospy.is_shutdown():
             time.sleep(1.0)
             if not rospy.is_shutdown():
-                self._diagnostics.publish(self.diagnostics())
+                self.guard.publish(self._diagnostics, self.diagnostics())
 
 
 def main(name: str) -> None:

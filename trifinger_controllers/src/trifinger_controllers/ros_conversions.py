@@ -1,5 +1,5 @@
-"""Conversions between this package's types (types.py) and ROS messages, with the validation the
-nodes apply to every message they receive (no ROS master needed).
+"""Conversions from this package's types (types.py) to ROS messages, topic names and the lock-step
+handshake (no ROS master needed).
 
 Topics (relative names; the launch files run the nodes in the namespace ``/trifinger``):
   ``joint_states``      sensor_msgs/JointState: position, velocity and measured torque (effort)
@@ -16,23 +16,23 @@ stamp [ns] of the newest object pose published so far (-1: none). The answer is 
 ``header.stamp`` equals that joint state's stamp; before answering, a controller waits until it
 holds that object pose (topics are separate connections; this keeps the run deterministic).
 
-Every ``*_from_msg`` raises :class:`MessageError` (a ValueError) whose one-line message names
-the problem: unknown, missing or repeated joints, wrong lengths, NaN/Inf, non-unit quaternions.
+The checks of received messages (and their conversion to this package's types) are in
+message_checks.py.
 """
 from __future__ import annotations
 
-import re
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import genpy
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
-from trifinger_controllers.types import (JOINT_LOWER, JOINT_UPPER, N_JOINTS, PHYSICS_RATE, CubePose,
-                                         RobotState)
+from sim2real_checks.errors import Rejected
+
+from trifinger_controllers.types import PHYSICS_RATE, CubePose, RobotState
 
 #: The TriFinger Pro joints as named in robot_properties_fingers' URDF (trifingerpro.urdf), the
 #: model trifinger_simulation loads: finger 0 (joints 0-2), finger 120 (3-5), finger 240 (6-8);
@@ -43,7 +43,6 @@ JOINT_NAMES: tuple[str, ...] = tuple(
     for joint in ("base_to_upper", "upper_to_middle", "middle_to_lower"))
 
 WORLD_FRAME = "world"           # trifinger_simulation's world: arena centre on the table, z up
-QUATERNION_TOLERANCE = 1e-3     # | |q| - 1 | above this: not a rotation
 
 JOINT_STATES = "joint_states"
 OBJECT_POSE = "object_pose"
@@ -54,17 +53,6 @@ EPISODE_RESULT = "episode_result"
 
 LOCK_STEP_PREFIX = "lock_step:"
 NO_POSE = -1
-
-
-class MessageError(ValueError):
-    """A received message is unusable; the message says why, in one line."""
-
-
-def problem_kind(exc: Exception) -> str:
-    """``str(exc)`` without its numbers and lists: one throttling key per kind of problem, so
-    that a new problem is reported at once while a repeated one is throttled."""
-    text = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", str(exc))
-    return re.sub(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|nan|inf", "#", text)
 
 
 class ThrottledLog:
@@ -128,40 +116,11 @@ def parse_lock_step_tag(frame_id: str) -> Optional[int]:
     try:
         return int(frame_id[len(LOCK_STEP_PREFIX):])
     except ValueError:
-        raise MessageError(f"joint state frame_id {frame_id!r}: lock-step tag without an "
-                           f"integer stamp") from None
+        raise Rejected("frame", f"joint state frame_id {frame_id!r}: lock-step tag without an "
+                                f"integer stamp") from None
 
 
 # --- joints -------------------------------------------------------------------------------
-
-def _joint_order(names: Sequence[str]) -> np.ndarray:
-    """Index of each of JOINT_NAMES in ``names`` (any order, each exactly once)."""
-    names = list(names)
-    unknown = sorted(set(names) - set(JOINT_NAMES))
-    if unknown:
-        raise MessageError(f"unknown joint names {unknown}; expected the 9 TriFinger joints "
-                           f"{JOINT_NAMES[0]} ... {JOINT_NAMES[-1]}")
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise MessageError(f"joint names repeated: {repeated}")
-    missing = [n for n in JOINT_NAMES if n not in names]
-    if missing:
-        raise MessageError(f"{len(names)} joints given, missing {missing}")
-    index = {n: i for i, n in enumerate(names)}
-    return np.array([index[n] for n in JOINT_NAMES])
-
-
-def _values(field: str, values: Sequence[float], order: np.ndarray) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
-    if array.shape != (N_JOINTS,):
-        raise MessageError(f"{field} has {array.size} values for {N_JOINTS} joints")
-    array = array[order]
-    bad = np.flatnonzero(~np.isfinite(array))
-    if bad.size:
-        i = int(bad[0])
-        raise MessageError(f"{field} of {JOINT_NAMES[i]} is {array[i]} (not finite)")
-    return array
-
 
 def joint_state_msg(state: RobotState, frame_id: str = "") -> JointState:
     msg = JointState()
@@ -172,16 +131,6 @@ def joint_state_msg(state: RobotState, frame_id: str = "") -> JointState:
     msg.velocity = np.asarray(state.velocity, dtype=float).tolist()
     msg.effort = np.asarray(state.torque, dtype=float).tolist()
     return msg
-
-
-def robot_state_from_msg(msg: JointState) -> RobotState:
-    """A joint state (joints in any order) as a RobotState in JOINT_NAMES order; the step is
-    the stamp's 1 kHz step index (the simulator stamps step t with t / 1000 s)."""
-    order = _joint_order(msg.name)
-    return RobotState(step=step_of(msg.header.stamp), time=stamp_seconds(msg.header.stamp),
-                      position=_values("position", msg.position, order),
-                      velocity=_values("velocity", msg.velocity, order),
-                      torque=_values("effort", msg.effort, order))
 
 
 def _command_msg(field: str, values: np.ndarray, stamp: genpy.Time) -> JointState:
@@ -197,33 +146,8 @@ def torque_command_msg(torque: np.ndarray, stamp: genpy.Time) -> JointState:
     return _command_msg("effort", torque, stamp)
 
 
-def torque_from_msg(msg: JointState) -> np.ndarray:
-    """The (9,) torque of a torque command in JOINT_NAMES order (position/velocity ignored)."""
-    return _values("effort", msg.effort, _joint_order(msg.name))
-
-
 def position_command_msg(position: np.ndarray, stamp: genpy.Time) -> JointState:
     return _command_msg("position", position, stamp)
-
-
-#: How far [rad] a position target may lie outside a joint's range (a controller aiming at a limit
-#: overshoots it a little); beyond it the command is refused, not clipped.
-POSITION_TARGET_MARGIN = 0.2
-
-
-def position_from_msg(msg: JointState) -> np.ndarray:
-    """The (9,) joint targets of a position command in JOINT_NAMES order (velocity/effort
-    ignored); MessageError for a target more than POSITION_TARGET_MARGIN outside the joint's
-    range (e.g. 1e308, whose PD torque overflows)."""
-    targets = _values("position", msg.position, _joint_order(msg.name))
-    outside = np.flatnonzero((targets < JOINT_LOWER - POSITION_TARGET_MARGIN)
-                             | (targets > JOINT_UPPER + POSITION_TARGET_MARGIN))
-    if outside.size:
-        i = int(outside[0])
-        raise MessageError(f"position of {JOINT_NAMES[i]} is {targets[i]:.4g} rad, outside "
-                           f"[{JOINT_LOWER[i]:g}, {JOINT_UPPER[i]:g}] by more than "
-                           f"{POSITION_TARGET_MARGIN:g} rad")
-    return targets
 
 
 # --- poses --------------------------------------------------------------------------------
@@ -237,29 +161,6 @@ def pose_msg(pose: CubePose, frame_id: str = WORLD_FRAME) -> PoseStamped:
     (msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z,
      msg.pose.orientation.w) = q.tolist()
     return msg
-
-
-def cube_pose_from_msg(msg: PoseStamped) -> CubePose:
-    """A PoseStamped as a CubePose (stamp = header stamp); the quaternion must be a unit one
-    within QUATERNION_TOLERANCE and is normalised (unless it already is, to 1e-9)."""
-    frame = msg.header.frame_id
-    if frame not in ("", WORLD_FRAME, "/" + WORLD_FRAME):
-        raise MessageError(f"pose in frame {frame!r}; expected {WORLD_FRAME!r}")
-    p, o = msg.pose.position, msg.pose.orientation
-    position = np.array([p.x, p.y, p.z], dtype=float)
-    orientation = np.array([o.x, o.y, o.z, o.w], dtype=float)
-    if not np.all(np.isfinite(position)):
-        raise MessageError(f"pose position {position.tolist()} is not finite")
-    if not np.all(np.isfinite(orientation)):
-        raise MessageError(f"pose orientation {orientation.tolist()} is not finite")
-    norm = float(np.linalg.norm(orientation))
-    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        raise MessageError(f"pose orientation (x, y, z, w) {orientation.tolist()} is not a unit "
-                           f"quaternion (norm {norm:.4g})")
-    if abs(norm - 1.0) > 1e-9:      # else kept bit for bit (as the simulator produced it)
-        orientation = orientation / norm
-    return CubePose(position=position, orientation=orientation,
-                    stamp=stamp_seconds(msg.header.stamp))
 
 
 def goal_from_param(value: Any) -> CubePose:

@@ -17,8 +17,23 @@ Subscribes
   ``position_command``  sensor_msgs/JointState, position of the 9 joints by name [rad]; the node
                         turns it into torques with trifinger_simulation's joint PD law and default
                         gains (kp 15/15/9, kd 0.5/1.0/0.5 per finger; ``~position_kp/kd``)
-The newest valid command of either kind is held until the next one; bad messages (joint names,
-lengths, NaN) are dropped with a throttled error. Torques are clipped to +-0.397 N m.
+The newest valid command of either kind is held until the next one, except that a torque command
+goes stale after ``~command_timeout``: see below. Every command is checked (message_checks.py:
+the 9 joints by name, lengths, NaN/Inf, a torque beyond 100 x 0.397 N m, a target more than
+0.2 rad outside its joint range; in lock step, a stamp later than the newest joint state); a bad
+one is dropped (the last valid command is held) and counted, with one error line per topic,
+reason and second. Torques are clipped to +-0.397 N m. Every output is published only if all its
+floats are finite (sim2real_checks' guard).
+
+Command timeout (free running): when no new torque command has arrived for ``~command_timeout``
+simulated seconds (0.1 s: 10 periods of the slowest controller, CIC at 100 Hz), the simulator
+holds the fingers (command_hold.py: the joint PD around the positions at the timeout, with the
+last command as feed-forward), logs one WARN line (``[command_timeout]``) and, when commands
+come back, one INFO line; both at most once a second. A position command is a hold already and
+does not time out. In lock step the simulator waits for each answer instead (below).
+
+Diagnostics (/diagnostics, once a wall second): the guard's counters per topic and reason, and
+``holds`` (timeouts so far), ``holding``, ``commands_torque``, ``commands_position``.
 
 Parameters
   ``~level``              RRC level 1-4 (3)
@@ -34,7 +49,8 @@ Parameters
                           ``episode_result`` (the metrics of evaluation.py: reward,
                           cumulative_reward, position_error_cm, orientation_error_deg, drop, ...,
                           label "simulation"), log it and exit 0
-  ``~camera_delay_steps`` (90), ``~position_kp``/``~position_kd`` (3 or 9 gains)
+  ``~camera_delay_steps`` (90), ``~position_kp``/``~position_kd`` (3 or 9 gains; also the hold's)
+  ``~command_timeout``    simulated s without a torque command before the hold (0.1; > 0)
 A bad parameter: one [FATAL] line, exit 1. Time: every stamp is simulated time, starting at 0;
 run with ``/use_sim_time`` (the launch files do) so that ROS time is the simulator's.
 
@@ -52,18 +68,24 @@ import json
 import threading
 import time
 import warnings
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import rospy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from sim2real_checks.diagnostics import node_guard
+from sim2real_checks.errors import Rejected
 from std_msgs.msg import String
 
+from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers import evaluation, task
+from trifinger_controllers.command_hold import CommandWatchdog, HoldLog
 from trifinger_controllers.platform import DEFAULT_CAMERA_DELAY_STEPS, SimulatedPlatform
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation
 
@@ -71,6 +93,7 @@ from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observ
 DEFAULT_POSITION_KP = (15.0, 15.0, 9.0)
 DEFAULT_POSITION_KD = (0.5, 1.0, 0.5)
 LOCK_STEP_RESEND = 0.5          # wall s between republications of an unanswered joint state
+COMMAND_TIMEOUT = 0.1           # simulated s without a torque command before the hold
 MAX_LAG = 0.05                  # wall s the simulation may fall behind before it gives up the time
 
 
@@ -80,11 +103,13 @@ class ConfigurationError(ValueError):
 
 @dataclass(frozen=True)
 class Command:
-    """The held command: joint torques or joint position targets, and its stamp [ns]."""
+    """The held command: joint torques or joint position targets, its stamp [ns] and the
+    simulation step at which it arrived."""
 
     kind: str                  # "torque" | "position"
     values: np.ndarray         # (9,)
     stamp_ns: int
+    step: int
 
 
 def _gains(value: Any, name: str) -> np.ndarray:
@@ -140,6 +165,7 @@ class SimNode:
         self.episode_seconds = _param("episode_seconds", 0.0, float)
         self.resend = _param("lock_step_resend", LOCK_STEP_RESEND, float)
         delay = _param("camera_delay_steps", DEFAULT_CAMERA_DELAY_STEPS, int)
+        self.command_timeout = _param("command_timeout", COMMAND_TIMEOUT, float)
         self.kp = _gains(rospy.get_param("~position_kp", DEFAULT_POSITION_KP), "position_kp")
         self.kd = _gains(rospy.get_param("~position_kd", DEFAULT_POSITION_KD), "position_kd")
         if self.real_time_factor < 0:
@@ -151,16 +177,23 @@ class SimNode:
             raise ConfigurationError("~episode_seconds must be >= 0 and ~lock_step_resend > 0")
         if delay < 0:
             raise ConfigurationError(f"~camera_delay_steps must be >= 0, got {delay}")
+        if not 1.0 / PHYSICS_RATE <= self.command_timeout < float("inf"):
+            raise ConfigurationError(f"~command_timeout must be a finite number of simulated "
+                                     f"seconds >= {1.0 / PHYSICS_RATE:g}, got {self.command_timeout}")
+        self.watchdog = CommandWatchdog(int(round(self.command_timeout * PHYSICS_RATE)))
         self.publish_every = (1 if self.lock_step
                               else max(1, int(round(PHYSICS_RATE / publish_rate))))
         self.publish_clock = _param("publish_clock", rospy.get_param("/use_sim_time", False), bool)
         self.platform = SimulatedPlatform(seed=platform_seed, camera_delay_steps=delay)
 
-        self._log_error = rc.ThrottledLog(rospy.logerr)
+        self.guard = node_guard()
         self._log_wait = rc.ThrottledLog(rospy.logwarn, period=5.0)
+        self._hold_log = HoldLog()
         self._cond = threading.Condition()
         self._command: Optional[Command] = None
-        self.dropped = {"torque_command": 0, "position_command": 0}
+        self._step = 0                                # step of the newest observation
+        self._state_ns = -1                           # stamp of the newest joint state published
+        self.accepted: Counter = Counter()            # valid commands per kind
         self._pose_stamp: Optional[float] = None      # capture time of the newest published pose
         with warnings.catch_warnings():
             # queue_size=None: published synchronously from the stepping loop, no hand-over to
@@ -174,6 +207,9 @@ class SimNode:
                            if self.publish_clock else None)
         self._goal_pub = rospy.Publisher(rc.GOAL_POSE, PoseStamped, queue_size=1, latch=True)
         self._result = rospy.Publisher(rc.EPISODE_RESULT, String, queue_size=1, latch=True)
+        self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=1)
+        self._torque_topic = rospy.resolve_name(rc.TORQUE_COMMAND)
+        self._position_topic = rospy.resolve_name(rc.POSITION_COMMAND)
         rospy.Subscriber(rc.TORQUE_COMMAND, JointState, self._on_torque, queue_size=10,
                          tcp_nodelay=True)
         rospy.Subscriber(rc.POSITION_COMMAND, JointState, self._on_position, queue_size=10,
@@ -182,44 +218,75 @@ class SimNode:
                       "cube at %s, %s, joint_states every %d ms, real-time factor %g%s",
                       self.name, self.level, self.seed, np.round(self.goal.position, 4).tolist(),
                       np.round(self.initial.position, 4).tolist(),
-                      "lock step" if self.lock_step else "free running", self.publish_every,
-                      self.real_time_factor,
+                      "lock step" if self.lock_step else
+                      f"free running (hold after {self.command_timeout:g} s without a torque "
+                      f"command)", self.publish_every, self.real_time_factor,
                       f", episode {self.episode_seconds:g} s" if self.episode_seconds else "")
 
     # ------------------------------------------------------------------------------ commands
     def _on_torque(self, msg: JointState) -> None:
-        self._accept("torque_command", "torque", rc.torque_from_msg, msg)
+        self._accept(self._torque_topic, "torque", mc.torque_from_msg, msg)
 
     def _on_position(self, msg: JointState) -> None:
-        self._accept("position_command", "position", rc.position_from_msg, msg)
+        self._accept(self._position_topic, "position", mc.position_from_msg, msg)
 
-    def _accept(self, topic: str, kind: str, parse, msg: JointState) -> None:
-        try:
-            values = parse(msg)
-        except rc.MessageError as exc:
-            with self._cond:
-                self.dropped[topic] += 1
-            self._log_error(f"{topic}: {rc.problem_kind(exc)}",
-                            f"{self.name}: {topic} dropped, holding the last valid command: {exc}")
-            return
+    def _accept(self, topic: str, kind: str, parse: Callable[[JointState], np.ndarray],
+                msg: JointState) -> None:
+        values = self.guard.check(topic, parse, msg)
+        if values is None:
+            return                  # counted and logged by the guard; the last command is held
         stamp_ns = msg.header.stamp.to_nsec()
+        with self._cond:
+            newest = self._state_ns
+        if self.lock_step and stamp_ns > newest:
+            self.guard.reject(topic, Rejected(
+                "stamp", f"stamped {msg.header.stamp.to_sec():.6g} s, after the newest joint "
+                         f"state ({newest / 1e9:.6g} s): not an answer to a published state"))
+            return
         with self._cond:
             held = self._command
             if self.lock_step and held is not None and stamp_ns < held.stamp_ns:
                 return              # an answer to a step already done (e.g. a resent state)
-            self._command = Command(kind, values, stamp_ns)
+            self._command = Command(kind, values, stamp_ns, self._step)
+            self.accepted[kind] += 1
             self._cond.notify_all()
 
     def torque(self, obs: Observation) -> np.ndarray:
-        """The torque of the held command for the state ``obs`` (zero before any command)."""
+        """The torque for the state ``obs``: zero before any command, the hold law once the
+        torque command is ``~command_timeout`` old (free running), else the held command."""
         with self._cond:
             command = self._command
         if command is None:
             return np.zeros(N_JOINTS)
+        robot = obs.robot
+        if not self.lock_step:
+            self.watchdog.update(robot, command.step,
+                                 command.values if command.kind == "torque" else None)
+            hold = self.watchdog.hold
+            since = self._hold_log.due(hold is not None, self.watchdog.holds)
+            if since is not None:
+                self._log_hold(since, robot.step)
+            if hold is not None:
+                return hold.torque(self.kp, self.kd, robot.position, robot.velocity)
         if command.kind == "torque":
             return command.values
-        robot = obs.robot
         return self.kp * (command.values - robot.position) - self.kd * robot.velocity
+
+    def _log_hold(self, since: int, step: int) -> None:
+        """The hold's WARN line when it begins, its INFO line when commands are back (HoldLog:
+        at most one line a second; ``since`` holds began since the last line)."""
+        hold, holds = self.watchdog.hold, self.watchdog.holds
+        more = f", {since} holds since the last line" if since > 1 else ""
+        if hold is not None:
+            rospy.logwarn(f"{self.name}: [command_timeout] no torque command for "
+                          f"{self.command_timeout:g} simulated s (controller gone?): holding the "
+                          f"joints at {np.round(hold.position, 3).tolist()} (joint PD with the "
+                          f"last command as feed-forward) until commands come back (hold "
+                          f"{holds}{more})")
+        elif self.watchdog.last is not None:
+            held = (step - self.watchdog.last.step) / PHYSICS_RATE
+            rospy.loginfo(f"{self.name}: [command_timeout] commands are back: hold ended after "
+                          f"{held:.3f} simulated s (hold {holds}{more})")
 
     def _wait_for_answer(self, state_msg: JointState) -> bool:
         """Lock step: block until a command stamped like ``state_msg`` arrives; republish the
@@ -241,7 +308,7 @@ class SimNode:
             else:
                 self._log_wait("start", f"{self.name}: lock step: waiting for a controller",
                                rospy.loginfo)
-            self._states.publish(state_msg)
+            self.guard.publish(self._states, state_msg)
         return False
 
     # ------------------------------------------------------------------------------ running
@@ -249,19 +316,22 @@ class SimNode:
         """Publish what is due at this step: a new camera pose, then the joint state."""
         if self._pose_stamp is None or obs.cube.stamp != self._pose_stamp:
             self._pose_stamp = obs.cube.stamp
-            self._poses.publish(rc.pose_msg(obs.cube))
+            self.guard.publish(self._poses, rc.pose_msg(obs.cube))
         if obs.robot.step % self.publish_every:
             return None
         tag = rc.lock_step_tag(self._pose_stamp) if self.lock_step else ""
         msg = rc.joint_state_msg(obs.robot, tag)
+        with self._cond:
+            self._state_ns = msg.header.stamp.to_nsec()
         if self._clock is not None:
-            self._clock.publish(Clock(clock=msg.header.stamp))
-        self._states.publish(msg)
+            self.guard.publish(self._clock, Clock(clock=msg.header.stamp))
+        self.guard.publish(self._states, msg)
         return msg
 
     def spin(self) -> None:
         obs = self.platform.reset(self.initial, self.goal)
-        self._goal_pub.publish(rc.pose_msg(self.goal))
+        self.guard.publish(self._goal_pub, rc.pose_msg(self.goal))
+        threading.Thread(target=self._publish_diagnostics, daemon=True).start()
         end_step = int(round(self.episode_seconds * PHYSICS_RATE)) if self.episode_seconds else None
         tracker = (EpisodeTracker(self.level, self.goal, self.initial, end_step)
                    if end_step is not None else None)
@@ -274,6 +344,8 @@ class SimNode:
             if self.lock_step and not self._wait_for_answer(msg):
                 return
             obs = self.platform.step(self.torque(obs))
+            with self._cond:
+                self._step = obs.robot.step
             if tracker is not None:
                 tracker.add(obs, self.platform.true_cube_pose())
             if self.real_time_factor > 0:
@@ -288,13 +360,42 @@ class SimNode:
 
     def _finish(self, tracker: "EpisodeTracker", wall: float) -> None:
         result = tracker.result(self.platform.true_cube_pose())
+        dropped = Counter()
+        for (topic, _), n in self.guard.counts.items():
+            dropped[topic] += n
         result.update(seed=self.seed, lock_step=self.lock_step, wall_seconds=round(wall, 3),
-                      dropped_commands=dict(self.dropped))
+                      dropped_commands=dict(dropped), command_timeouts=self.watchdog.holds)
         text = json.dumps(result, sort_keys=True)
-        self._result.publish(String(data=text))
+        self.guard.publish(self._result, String(data=text))
         rospy.loginfo("%s: episode done: %s", self.name, text)
         time.sleep(0.5)                     # let subscribers of the latched result receive it
         rospy.signal_shutdown("episode done")
+
+    # ------------------------------------------------------------------------------ diagnostics
+    def diagnostics(self) -> DiagnosticArray:
+        """The guard's counters and the command timeouts."""
+        with self._cond:
+            accepted = dict(self.accepted)
+        holds, holding = self.watchdog.holds, self.watchdog.hold is not None
+        values = {"holds": holds, "holding": holding,
+                  "commands_torque": accepted.get("torque", 0),
+                  "commands_position": accepted.get("position", 0)}
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if holding else DiagnosticStatus.OK,
+            name=f"{self.name}: commands", hardware_id="trifinger (simulation)",
+            message=(f"holding (no torque command for {self.command_timeout:g} s)" if holding
+                     else f"{holds} command timeouts"),
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[self.guard.status(), status])
+        array.header.stamp = rospy.Time.now()
+        return array
+
+    def _publish_diagnostics(self) -> None:
+        """Once a wall second (also while a lock-stepped simulation, and its clock, stands)."""
+        while not rospy.is_shutdown():
+            time.sleep(1.0)
+            if not rospy.is_shutdown():
+                self.guard.publish(self._diagnostics, self.diagnostics())
 
     def close(self) -> None:
         self.platform.close()

@@ -14,6 +14,11 @@ TORQUE_LIMIT = 0.397          # N m, each joint (TriFinger Pro; paper 004 §VI)
 #: the URDF's).
 JOINT_LOWER = np.array([-0.33, 0.0, -2.7] * N_FINGERS)
 JOINT_UPPER = np.array([1.0, 1.57, 0.0] * N_FINGERS)
+VELOCITY_LIMIT = 10.0         # rad/s, each joint (trifingerpro_limits.max_velocity_radps)
+#: Radius [m] around the arena centre within which a cube pose is physical: every point of
+#: trifinger_simulation's object position box (|x|, |y| <= 0.3 m, 0 <= z <= 0.3 m) lies within
+#: 0.3 * sqrt(3) = 0.52 m of it.
+WORKSPACE_RADIUS = 0.3 * float(np.sqrt(3.0))
 CUBE_WIDTH = 0.065            # m (paper 004 §III: 65 mm, about 94 g)
 CUBE_MASS = 0.094             # kg
 PHYSICS_RATE = 1000.0         # Hz

@@ -79,8 +79,9 @@ def test_sensor_messages():
     gps.header.stamp = genpy.Time(11 + int(FUTURE_STAMP_LIMIT))
     assert reason(check_sensor, gps, 10.0) == "stamp"
     velocity = TwistStamped()
-    velocity.twist.linear.x = 25.0
-    assert reason(check_sensor, velocity, 0.0) == "bounds"
+    for value in (25.0, 1e308):                          # |v| of 1e308 overflows a square
+        velocity.twist.linear.x = value
+        assert reason(check_sensor, velocity, 0.0) == "bounds"
     pitch = Vector3Stamped()
     pitch.vector.y = 0.2
     assert check_sensor(pitch, 0.0) is pitch
@@ -116,3 +117,17 @@ def test_channel_values_check_the_whole_message():
     assert reason(channel_values, channel, msg, 1e5) == "bounds"
     msg.effort[3], msg.position = 0.0, [0.1] * 6
     assert reason(channel_values, channel, msg, 1e5) == "size"
+
+
+@pytest.mark.parametrize("check, good", [
+    (lambda m: check_command(m, BOUNDS), VehicleCommand(speed=1.0, steering_angle=0.1)),
+    (lambda m: check_sensor(m, 0.0), PointStamped()),
+    (lambda m: check_sensor(m, 0.0), TwistStamped()),
+    (lambda m: check_sensor(m, 0.0), Vector3Stamped()),
+])
+def test_hostile_variants_raise_nothing_but_rejected(check, good):
+    for case in hostile_cases(good):
+        try:
+            check(case.message)
+        except Rejected:
+            pass

@@ -95,6 +95,9 @@ class MissionNode:
         while not rospy.is_shutdown():
             t = rospy.get_time()
             msgs = self._sensors_since(t_reset)
+            if msgs is None:   # a message stamped before the reset came last: wait for a fresh one
+                rate.sleep()
+                continue
             tick = self.program.tick(observation(*msgs), t)
             total += tick.perf
             self.guard.publish(self._perf, perf_message(tick.perf))

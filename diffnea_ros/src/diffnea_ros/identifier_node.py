@@ -12,14 +12,18 @@ the first valid message are locked at zero, e.g. the Panda's fingers), ``~learni
 Publishes ``/diffnea/identified_params`` (diffnea_ros/IdentifiedParams) at ``~publish_rate``,
 ``/diffnea/predicted_effort`` (sensor_msgs/JointState: the input's stamp and the identified
 joints' names; effort = the current estimate's torque at the sample's q, qd and a causal qdd;
-published in batches at ``PREDICTION_RATE``), ``/diagnostics`` (counters, 1 Hz).
+published in batches at ``PREDICTION_RATE``), ``/diagnostics`` (counters, and the input and
+output checks' counters per topic and reason, 1 Hz).
+
+Input checks (:mod:`diffnea_ros.state_input`): names, sizes, NaN/Inf, stamps, and the bounds of
+a measured state for the joints ``~limits`` names (a joint-limits YAML as panda_sim2real's;
+default the Panda's); one error line per reason and second. Nothing with NaN/Inf is published.
 Service ``~write_urdf`` (diffnea_ros/WriteUrdf): writes the URDF and a .yaml beside it
 atomically; a relative path is resolved against the node's working directory (for roslaunch,
 ROS_HOME unless the node sets ``cwd``), and the answer names the absolute paths.
 """
 from __future__ import annotations
 
-import threading
 from typing import Optional
 
 import rospy
@@ -32,14 +36,19 @@ from diffnea_ros.errors import DiffneaError
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.msg import IdentifiedParams, LinkInertial
-from diffnea_ros.joint_stream import InvalidSample
 from diffnea_ros.online_identifier import OnlineConfig, OnlineIdentifier, Snapshot
 from diffnea_ros.srv import WriteUrdf, WriteUrdfResponse
-from diffnea_ros.urdf import RobotDescription, load_robot, lock_joints
+from diffnea_ros.state_input import StateInput
+from diffnea_ros.urdf import RobotDescription, load_robot
+from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.limits import JointLimits
+from sim2real_checks.diagnostics import node_guard
+from sim2real_checks.joint_state import JointBounds
 
 PARAMS_TOPIC = "/diffnea/identified_params"
 EFFORT_TOPIC = "/diffnea/predicted_effort"
 PREDICTION_RATE = 50.0    # [Hz] batches of predicted efforts
+STOP_SECONDS = 2.0        # the longest wait for the training thread's current step at shutdown
 _INERTIA_INDEX = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
 
@@ -91,56 +100,44 @@ class IdentifierNode:
         if locked is not None and (not isinstance(locked, list)
                                    or not all(isinstance(n, str) for n in locked)):
             raise DiffneaError(f"~locked_joints must be a list of joint names, got {locked!r}")
-        # check the URDF and the parametrisation now, not at the first message
+        # check the URDF, the parametrisation and the limits now, not at the first message
         LearnableDynamics(RigidBodyModel(self.description), self.config.parametrisation,
                           friction=self.config.friction)
-        self.identifier: Optional[OnlineIdentifier] = None
-        self._build_lock = threading.Lock()
-        if locked is not None:
-            self.identifier = self._build(lock_joints(self.description, locked) if locked
-                                          else self.description)
-        self.topic = str(rospy.get_param("~topic", "/real/joint_states"))
+        try:
+            self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None) or None)
+        except Sim2RealError as exc:
+            raise DiffneaError(f"~limits: {exc}") from None
+        self.guard = node_guard()
+        self.topic = rospy.resolve_name(str(rospy.get_param("~topic", "/real/joint_states")))
+        self.input = StateInput(self.description, self.limits, self._build, self.guard,
+                                self.topic, locked)
         self._params = rospy.Publisher(PARAMS_TOPIC, IdentifiedParams, queue_size=2, latch=True)
         self._effort = rospy.Publisher(EFFORT_TOPIC, JointState, queue_size=1000)
         self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=1)
         rospy.Service("~write_urdf", WriteUrdf, self._on_write)
-        self._subscriber = rospy.Subscriber(self.topic, JointState, self._on_state,
+        self._subscriber = rospy.Subscriber(self.topic, JointState, self.input,
                                             queue_size=10000, tcp_nodelay=True)
-        rospy.Timer(rospy.Duration(1.0 / self.publish_rate), self._publish_params)
-        rospy.Timer(rospy.Duration(1.0 / PREDICTION_RATE), self._publish_efforts)
-        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)
+        self._timers = [rospy.Timer(rospy.Duration(1.0 / self.publish_rate), self._publish_params),
+                        rospy.Timer(rospy.Duration(1.0 / PREDICTION_RATE), self._publish_efforts),
+                        rospy.Timer(rospy.Duration(1.0), self._publish_diagnostics)]
         rospy.loginfo(f"{rospy.get_name()}: robot '{self.description.name}' from {urdf}, "
                       f"{self.config.parametrisation} parametrisation, learning from {self.topic}")
 
-    def _build(self, description: RobotDescription) -> OnlineIdentifier:
-        identifier = OnlineIdentifier(description, self.config)
+    @property
+    def identifier(self) -> Optional[OnlineIdentifier]:
+        """The identifier, once its joints are known (~locked_joints or the first good message)."""
+        return self.input.identifier
+
+    def _build(self, description: RobotDescription, bounds: JointBounds) -> OnlineIdentifier:
+        identifier = OnlineIdentifier(description, self.config, bounds=bounds)
+        unbounded = [n for n in description.joint_names if n not in self.limits.joint_names]
         locked = [n for n in self.description.joint_names if n not in description.joint_names]
         rospy.loginfo(f"{rospy.get_name()}: identifying joints {list(description.joint_names)}"
-                      + (f"; locked at zero: {locked}" if locked else ""))
+                      + (f"; locked at zero: {locked}" if locked else "")
+                      + (f"; no limits for {unbounded} in ~limits: names, sizes and "
+                         f"NaN/Inf checked, no bounds" if unbounded else ""))
         identifier.start(self.replay_rate)
         return identifier
-
-    def _identifier_for(self, names: list[str]) -> OnlineIdentifier:
-        """The identifier; built at the first message when ~locked_joints is not set."""
-        if self.identifier is not None:
-            return self.identifier
-        with self._build_lock:
-            if self.identifier is None:
-                locked = [n for n in self.description.joint_names if n not in names]
-                if len(locked) == len(self.description.joint_names):
-                    raise InvalidSample(f"none of the URDF's movable joints "
-                                        f"{list(self.description.joint_names)} is in the message "
-                                        f"(got {names})")
-                self.identifier = self._build(lock_joints(self.description, locked))
-        return self.identifier
-
-    def _on_state(self, msg: JointState) -> None:
-        try:
-            identifier = self._identifier_for(list(msg.name))
-            identifier.add_joint_state(msg.header.stamp.to_sec(), msg.name, msg.position,
-                                       msg.velocity, msg.effort, tag=msg.header)
-        except DiffneaError as exc:   # InvalidSample, or no identifiable joint in the message
-            rospy.logerr_throttle_identical(1.0, f"{rospy.get_name()}: joint state dropped: {exc}")
 
     def _publish_efforts(self, _event) -> None:
         identifier = self.identifier
@@ -148,19 +145,16 @@ class IdentifierNode:
             return
         names = list(identifier.joint_names)
         for header, tau in identifier.drain_predictions():
-            self._effort.publish(JointState(header=header, name=names, effort=tau.tolist()))
+            self.guard.publish(self._effort, JointState(header=header, name=names,
+                                                        effort=tau.tolist()))
 
     def _publish_params(self, _event) -> None:
         identifier = self.identifier
         if identifier is None:
             return
-        snapshot = identifier.snapshot()
-        if not snapshot.finite:   # never publish NaN; the training keeps going
-            rospy.logerr_throttle(10.0, f"{rospy.get_name()}: the estimate has non-finite values "
-                                        f"({snapshot.parametrisation} enforces no bounds); not "
-                                        f"published")
-            return
-        self._params.publish(params_message(snapshot, rospy.Time.now()))
+        # never NaN (e.g. a NoStr mass driven to zero makes its CoM infinite; the parametrisation
+        # enforces no bounds): withheld, counted and logged; the training keeps going
+        self.guard.publish(self._params, params_message(identifier.snapshot(), rospy.Time.now()))
 
     def _publish_diagnostics(self, _event) -> None:
         identifier = self.identifier
@@ -175,7 +169,7 @@ class IdentifierNode:
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         if identifier is not None and identifier.last_error:
             status.values.append(KeyValue(key="last_error", value=identifier.last_error))
-        array = DiagnosticArray(status=[status])
+        array = DiagnosticArray(status=[status, self.guard.status()])
         array.header.stamp = rospy.Time.now()
         self._diagnostics.publish(array)
 
@@ -194,8 +188,12 @@ class IdentifierNode:
                                                        f"({snap.updates} updates; {note})")
 
     def shutdown(self) -> None:
+        """Stop the timers and the training thread (waiting at most STOP_SECONDS for its current
+        step; it is a daemon thread, so it never holds the exit)."""
+        for timer in self._timers:
+            timer.shutdown()
         if self.identifier is not None:
-            self.identifier.stop()
+            self.identifier.stop(STOP_SECONDS)
 
 
 def main() -> None:

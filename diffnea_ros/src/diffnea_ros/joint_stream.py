@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.signal import savgol_coeffs
 
-from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
+from sim2real_checks.joint_state import MALFORMED, InvalidJointState, JointStateLayout
 
 from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
                                       DEFAULT_TOLERANCE, DEFAULT_WINDOW_SECONDS,
@@ -26,24 +26,35 @@ from diffnea_ros.errors import DataError
 
 PROCESS_SECONDS = 0.25      # data between two Savitzky-Golay passes over the stream [s]
 DT_PROBE_STEPS = 8          # steps whose median fixes a segment's sample period
+STAMP = "stamp"             # InvalidSample.reason of an unusable or repeated header stamp
 
 
 class InvalidSample(DataError):
-    """A joint-state sample that cannot be used; the message says why (one line)."""
+    """A joint-state sample that cannot be used; the message says why (one line), ``reason`` is
+    the short code (sim2real_checks' joint-state reasons, or STAMP) that keys the node's
+    throttled error line and diagnostics counter."""
+
+    def __init__(self, message: str, reason: str = MALFORMED) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class JointStateMapper(JointStateLayout):
-    """panda_sim2real's JointStateLayout for the identifier: an empty velocity field means "not
-    measured", and a bad joint state raises :class:`InvalidSample`."""
+    """sim2real_checks' JointStateLayout for the identifier: an empty velocity field means "not
+    measured", the effort (what is learnt) is required, and a bad joint state raises
+    :class:`InvalidSample` with the layout's reason."""
 
     def arrays(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
-               effort: Sequence[float], require_velocity: bool = False
-               ) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
+               effort: Sequence[float], require_velocity: bool = False,
+               require_effort: bool = True) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
         """(q, qd or None, tau) in the model's joint order; :class:`InvalidSample` if bad."""
         try:
-            return super().arrays(names, position, velocity, effort, require_velocity)
+            q, qd, tau = super().arrays(names, position, velocity, effort, require_velocity,
+                                        require_effort=True)
         except InvalidJointState as exc:
-            raise InvalidSample(str(exc)) from None
+            raise InvalidSample(str(exc), exc.reason) from None
+        assert tau is not None    # required above
+        return q, qd, tau
 
 
 @dataclass(frozen=True)
@@ -102,7 +113,7 @@ class StreamingDerivatives:
         if self._n:
             step = t - self._t[self._n - 1]
             if step == 0.0:
-                raise InvalidSample(f"stamp {t:.9f} s repeats the previous sample's")
+                raise InvalidSample(f"stamp {t:.9f} s repeats the previous sample's", STAMP)
             if step < 0.0 or (self.dt is not None and step > self.gap_periods * self.dt):
                 flushed = self._finish(minimum=1)
                 self._start_segment(len(self._t))

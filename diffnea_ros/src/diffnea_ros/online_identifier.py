@@ -40,13 +40,14 @@ import torch
 from diffnea_ros.acceleration import DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER, DEFAULT_WINDOW_SECONDS
 from diffnea_ros.errors import DiffneaError
 from diffnea_ros.export import export_urdf, export_yaml, write_text_atomic
-from diffnea_ros.joint_stream import (Block, InvalidSample, JointStateMapper, SampleRing,
+from diffnea_ros.joint_stream import (STAMP, Block, InvalidSample, JointStateMapper, SampleRing,
                                       StreamingDerivatives)
 from diffnea_ros.identification import ONLINE_BATCH, Samples, consistency_of, evaluate_nmse
 from diffnea_ros.learnable import FrictionParameters, LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.parametrisation import PARAMETRISATIONS
 from diffnea_ros.urdf import RobotDescription
+from sim2real_checks.joint_state import MALFORMED, NON_FINITE, JointBounds
 
 MIN_RING = 1024             # smallest training buffer [samples]
 
@@ -139,10 +140,13 @@ class Snapshot:
 
 
 class OnlineIdentifier:
-    """Learns the dynamics of ``description`` from a joint-state stream (module docstring)."""
+    """Learns the dynamics of ``description`` from a joint-state stream (module docstring).
+    ``bounds`` (in the description's joint order): the physical bounds a joint state given by
+    names (:meth:`add_joint_state`) must keep."""
 
     def __init__(self, description: RobotDescription, config: OnlineConfig = OnlineConfig(),
-                 dtype: torch.dtype = torch.float64) -> None:
+                 dtype: torch.dtype = torch.float64,
+                 bounds: Optional[JointBounds] = None) -> None:
         self.config = config.validate()
         self.description = description
         self.dtype = dtype
@@ -157,7 +161,7 @@ class OnlineIdentifier:
         self._predictor_parameters = [predictor_parameters[name]
                                       for name, p in self.dynamics.named_parameters()
                                       if p.requires_grad]
-        self.mapper = JointStateMapper(model.joint_names)
+        self.mapper = JointStateMapper(model.joint_names, bounds)
         self._stream = StreamingDerivatives(model.dof, config.window_seconds, config.polyorder,
                                             config.gap_periods)
         self._ring: Optional[SampleRing] = None
@@ -226,7 +230,8 @@ class OnlineIdentifier:
     def _checked(self, t: float, q: Sequence[float], qd: Optional[Sequence[float]],
                  tau: Sequence[float]) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
         if not math.isfinite(t) or t == 0.0:
-            raise InvalidSample(f"stamp {t} is not usable (zero or not finite): stamp the messages")
+            raise InvalidSample(f"stamp {t} is not usable (zero or not finite): stamp the "
+                                f"messages", STAMP)
         out = []
         for what, values in (("position", q), ("velocity", qd), ("effort", tau)):
             if values is None and what == "velocity":
@@ -234,9 +239,10 @@ class OnlineIdentifier:
                 continue
             array = np.asarray(values, dtype=np.float64)
             if array.shape != (self.dof,):
-                raise InvalidSample(f"{what} has shape {array.shape}, expected ({self.dof},)")
+                raise InvalidSample(f"{what} has shape {array.shape}, expected ({self.dof},)",
+                                    MALFORMED)
             if not np.all(np.isfinite(array)):
-                raise InvalidSample(f"NaN/Inf in {what}")
+                raise InvalidSample(f"NaN/Inf in {what}", NON_FINITE)
             out.append(array)
         return out[0], out[1], out[2]
 

@@ -1,5 +1,6 @@
 """The input checks of the vehicle experiment's messages and of the kernel manager's channels:
 what each accepts, and the reason code of each rejection."""
+import dataclasses
 import math
 import os
 
@@ -12,6 +13,7 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.fuzz import hostile_cases
 
 from kernel_manager_ros.channel_check import channel_values
+from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.state_spec import Channel, StateSpec
 from kernel_manager_ros.vehicle_checks import (
@@ -117,6 +119,14 @@ def test_channel_values_check_the_whole_message():
     assert reason(channel_values, channel, msg, 1e5) == "bounds"
     msg.effort[3], msg.position = 0.0, [0.1] * 6
     assert reason(channel_values, channel, msg, 1e5) == "size"
+    msg.position = [0.1] * 7
+    msg.name = names[1:] + names[:1]                     # the arrays read by index: order counts
+    assert reason(channel_values, channel, msg, 1e5) == "names"
+    msg.name, msg.position = names + ["panda_finger_joint1"], [0.1] * 8
+    msg.velocity, msg.effort = [0.0] * 8, [0.0] * 8      # a gripper's joints after the arm's
+    assert channel_values(channel, msg, 1e5).shape == (14,)
+    with pytest.raises(KernelError, match="distinct"):
+        dataclasses.replace(channel, joints=("a", "a"))
 
 
 @pytest.mark.parametrize("check, good", [

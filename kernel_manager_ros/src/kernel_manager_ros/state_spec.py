@@ -15,6 +15,10 @@ eq. 2), the control outputs AN (the action space A, eq. 1) and the reward topic:
          fields: [speed, steering_angle]}
     reward: {name: reward, topic: /mission/reward, type: std_msgs/Float64, fields: [data]}
 
+A channel of sensor_msgs/JointState may name its joints (``joints: [panda_joint1, ...]``): its
+``position[i]`` fields read the arrays by index, so the node refuses a message whose ``name``
+does not start with these joints in this order.
+
 Steps are defined by the action messages: each message on the first action channel is one step,
 whose state s is the latest value of every sensor at that time (and whose other actions are the
 latest values of the other action channels). ``weights`` are the w_i of eq. 8 (default 1 per
@@ -102,7 +106,8 @@ class FieldPath:
 @dataclass(frozen=True)
 class Channel:
     """One topic: a sensor sn_i (its fields are the sensor's value set Sv_i), a control output
-    an_j, or the reward. ``fields`` are attribute paths into the message."""
+    an_j, or the reward. ``fields`` are attribute paths into the message; ``joints`` the joints
+    a JointState's ``name`` starts with (empty: not checked)."""
 
     name: str
     topic: str
@@ -110,6 +115,7 @@ class Channel:
     fields: tuple[str, ...]
     weights: tuple[float, ...]
     stamp: str = "header"
+    joints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -132,6 +138,10 @@ class Channel:
         if self.stamp not in STAMP_SOURCES:
             raise KernelError(f"channel {self.name}: stamp must be one of {STAMP_SOURCES}, got "
                               f"{self.stamp!r}")
+        if not all(isinstance(n, str) and n for n in self.joints) \
+                or len(set(self.joints)) != len(self.joints):
+            raise KernelError(f"channel {self.name}: joints must be distinct joint names, got "
+                              f"{list(self.joints)}")
 
     @property
     def paths(self) -> tuple[FieldPath, ...]:
@@ -149,7 +159,7 @@ class Channel:
     def from_dict(cls, data: Any, what: str) -> "Channel":
         if not isinstance(data, Mapping):
             raise KernelError(f"{what} must be a mapping with name, topic, type, fields")
-        unknown = set(data) - {"name", "topic", "type", "fields", "weights", "stamp"}
+        unknown = set(data) - {"name", "topic", "type", "fields", "weights", "stamp", "joints"}
         if unknown:
             raise KernelError(f"{what}: unknown keys {sorted(unknown)}")
         for key in ("name", "topic", "type", "fields"):
@@ -162,13 +172,19 @@ class Channel:
         if not isinstance(weights, list) or not all(
                 isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
             raise KernelError(f"{what}: weights must be a list of numbers")
+        joints = data.get("joints", [])
+        if not isinstance(joints, list):
+            raise KernelError(f"{what}: joints must be a list of joint names")
         return cls(name=str(data["name"]), topic=str(data["topic"]), msg_type=str(data["type"]),
                    fields=tuple(fields), weights=tuple(float(w) for w in weights),
-                   stamp=str(data.get("stamp", "header")))
+                   stamp=str(data.get("stamp", "header")), joints=tuple(joints))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "topic": self.topic, "type": self.msg_type,
+        data = {"name": self.name, "topic": self.topic, "type": self.msg_type,
                 "fields": list(self.fields), "weights": list(self.weights), "stamp": self.stamp}
+        if self.joints:
+            data["joints"] = list(self.joints)
+        return data
 
 
 def _normalised(weights: Sequence[float], what: str) -> np.ndarray:

@@ -34,7 +34,8 @@ are timed on arrival)."""
 class Expectation:
     """After the fuzzing, ``send`` (fields of the topic's message type, as rostopic pub takes
     them) to ``topic`` gives, within ``timeout`` s, a message on ``output`` whose ``field``
-    (a dotted path) equals ``value`` within ``tolerance``. Without ``output``, only the node's
+    (a dotted path) equals ``value`` within ``tolerance``. The message is sent once (latched): a
+    node that needs a history (a warm-up) must be set up for it in the test. Without ``output``, only the node's
     liveness and finite outputs are checked after ``send``."""
 
     topic: str
@@ -195,7 +196,8 @@ class GraphFuzzer:
         with self._lock:
             self._capture = None
         publisher.unregister()
-        self.report.expectations[expectation.topic] = result
+        key = f"{len(self.report.expectations)}: {expectation.topic} -> {expectation.output}"
+        self.report.expectations[key] = result
         return result
 
     def finish(self) -> Report:

@@ -394,6 +394,7 @@ class TrifingerNodes(unittest.TestCase):
             self.assertIn(expected, log)
         self.assertEqual(sim.stop(), 0, log[-2000:])
         self.assertLess(sim.stop_seconds, SHUTDOWN_LIMIT)
+        rospy.loginfo("SIGINT to exit: trifinger_sim %.2f s", sim.stop_seconds)
 
         self._check_controller_survives_bad_messages(probe)
 
@@ -454,6 +455,7 @@ class TrifingerNodes(unittest.TestCase):
             self.assertIn(expected, log)
         self.assertEqual(probe.stop(), 0, log[-2000:])
         self.assertLess(probe.stop_seconds, SHUTDOWN_LIMIT)
+        rospy.loginfo("SIGINT to exit: cpc_controller %.2f s", probe.stop_seconds)
 
     def _guard_counts(self, node):
         """Rejections per topic in the newest guard status of ``node``."""

@@ -360,9 +360,11 @@ class SimNode:
 
     def _finish(self, tracker: "EpisodeTracker", wall: float) -> None:
         result = tracker.result(self.platform.true_cube_pose())
-        dropped = Counter()
-        for (topic, _), n in self.guard.counts.items():
-            dropped[topic] += n
+        dropped = Counter({self._torque_topic: 0, self._position_topic: 0})
+        for kv in self.guard.status().values:          # "<topic> [<reason>]": count
+            topic = kv.key.rsplit(" [", 1)[0]
+            if topic in dropped:
+                dropped[topic] += int(kv.value)
         result.update(seed=self.seed, lock_step=self.lock_step, wall_seconds=round(wall, 3),
                       dropped_commands=dict(dropped), command_timeouts=self.watchdog.holds)
         text = json.dumps(result, sort_keys=True)

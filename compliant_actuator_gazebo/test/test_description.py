@@ -34,6 +34,15 @@ def robot(plugin_body: str, joint_type: str = "revolute", extra: str = "") -> st
 GOOD = "<joint>j1</joint><actuator>qbmove</actuator><operationMode>3</operationMode>"
 
 
+def test_joint_limits_are_read():
+    joint = parse_description(robot(GOOD)).urdf_joint("j1")
+    assert (joint.lower, joint.upper, joint.effort, joint.velocity) == (-3.0, 3.0, 10.0, 10.0)
+    free = parse_description(robot(GOOD, joint_type="continuous")).urdf_joint("j1")
+    assert (free.lower, free.upper, free.effort) == (None, None, 10.0)   # no range: continuous
+    bare = parse_description(robot(GOOD).replace('effort="10" velocity="10"', 'effort="0"'))
+    assert bare.urdf_joint("j1").effort is None and bare.urdf_joint("j1").velocity is None
+
+
 def test_minimal_block_parses_with_defaults():
     d = parse_description(robot(GOOD))
     assert d.name == "bot" and d.compliant_names == ("j1",)
@@ -99,6 +108,9 @@ BAD = [
     (robot(GOOD + "<robotNamespace>my robot</robotNamespace>"), "not a valid ROS name"),
     (robot(GOOD).replace('damping="0.01"', 'damping="lots"'), "damping='lots' is not a number"),
     (robot(GOOD).replace('damping="0.01"', 'damping="-1"'), "damping must be a finite number >= 0"),
+    (robot(GOOD).replace('effort="10"', 'effort="-1"'), "effort must be a finite number >= 0"),
+    (robot(GOOD).replace('lower="-3"', 'lower="low"'), "lower='low' is not a number"),
+    (robot(GOOD).replace('lower="-3"', 'lower="4"'), "lower 4 > upper 3"),
     (robot(GOOD, extra='<gazebo><plugin name="again" filename="libcompliant_actuator_plugin.so">'
                        + GOOD + "</plugin></gazebo>"), "more than one"),
 ]

@@ -7,10 +7,13 @@ import textwrap
 
 import pytest
 import yaml
+from sim2real_checks.errors import Rejected
 
+from compliant_actuator_gazebo.bounds import JointBounds, Range
 from compliant_actuator_gazebo.manager import (MODE_INPUTS, ArrayRejected, JointSample,
                                                LayoutError, RobotLayout, StateAggregator,
                                                check_array, fan_out)
+from compliant_actuator_gazebo.topics import INPUT_NAMES
 
 ALL_MODES = {"robot": "bot", "joints": [{"name": f"j{m}", "mode": m} for m in range(7)]}
 
@@ -115,22 +118,49 @@ def test_fan_out_keeps_array_order_not_mode_order():
                                           ("/arm/a/equilibrium_position", 2.0)]
 
 
-@pytest.mark.parametrize("r1, r2, message", [
-    ([0.0] * 6, None, "reference_1 has 6 values, robot 'bot' has 7 joints"),
-    ([0.0] * 8, None, "reference_1 has 8 values"),
-    ([], None, "reference_1 has 0 values"),
-    ([0.0] * 7, [0.0] * 3, "reference_2 has 3 values"),
-    ([0.0] * 3 + [math.nan] + [0.0] * 3, None, "reference_1[3] (j3) is nan"),
-    ([0.0] * 7, [math.inf] + [0.0] * 6, "reference_2[0] (j0) is inf"),
-    ([0.0] * 7, [0.0] * 6 + [-math.inf], "reference_2[6] (j6) is -inf"),
-    (["x"] + [0.0] * 6, None, "reference_1[0] (j0) is not a number"),
-    (5.0, None, "reference_1 is not an array"),
+@pytest.mark.parametrize("r1, r2, message, reason", [
+    ([0.0] * 6, None, "reference_1 has 6 values, robot 'bot' has 7 joints", "size"),
+    ([0.0] * 8, None, "reference_1 has 8 values", "size"),
+    ([], None, "reference_1 has 0 values", "size"),
+    ([0.0] * 7, [0.0] * 3, "reference_2 has 3 values", "size"),
+    ([0.0] * 3 + [math.nan] + [0.0] * 3, None, "reference_1[3] (j3) is nan", "non_finite"),
+    ([0.0] * 7, [math.inf] + [0.0] * 6, "reference_2[0] (j0) is inf", "non_finite"),
+    ([0.0] * 7, [0.0] * 6 + [-math.inf], "reference_2[6] (j6) is -inf", "non_finite"),
+    (["x"] + [0.0] * 6, None, "reference_1[0] (j0) is not a number", "type"),
+    (5.0, None, "reference_1 is not an array", "type"),
 ])
-def test_bad_arrays_are_rejected_whole(r1, r2, message):
+def test_bad_arrays_are_rejected_whole(r1, r2, message, reason):
     with pytest.raises(ArrayRejected) as err:
         fan_out(layout(), r1, r2)
     assert message in str(err.value)
-    assert isinstance(err.value, ValueError)
+    assert isinstance(err.value, Rejected) and err.value.reason == reason
+
+
+def test_arrays_are_checked_against_the_bounds_of_the_inputs_they_feed():
+    """Element j of reference_1 goes to joint j's first input of its mode, of reference_2 to its
+    second (none in modes 0 and 1: only finiteness there)."""
+    robot = layout({"robot": "arm", "joints": [{"name": "a", "mode": 0}, {"name": "b", "mode": 6}]})
+    bounds = {"a": fake_bounds(torque_command=Range(-5.0, 5.0)),
+              "b": fake_bounds(equilibrium_position=Range(-1.0, 1.0),
+                               stiffness_preset=Range(0.0, 0.5))}
+    assert fan_out(robot, [4.0, 0.5], [123.0, 0.25], bounds=bounds) == [
+        ("/arm/a/torque_command", 4.0), ("/arm/b/equilibrium_position", 0.5),
+        ("/arm/b/stiffness_preset", 0.25)]
+    for r1, r2, message in (([6.0, 0.5], None, "reference_1[0] (a torque_command) 6 outside"),
+                            ([0.0, 1.5], None, "(b equilibrium_position) 1.5 outside [-1, 1]"),
+                            (None, [0.0, -0.1], "reference_2[1] (b stiffness_preset) -0.1")):
+        with pytest.raises(ArrayRejected, match=re.escape(message)) as err:
+            fan_out(robot, r1, r2, bounds=bounds)
+        assert err.value.reason == "bounds"
+    assert fan_out(robot, [6.0, 1.5]) == [("/arm/a/torque_command", 6.0),   # no bounds: as is
+                                          ("/arm/b/equilibrium_position", 1.5)]
+
+
+def fake_bounds(**inputs):
+    """JointBounds with the given input ranges (the rest unbounded)."""
+    wide = Range(-math.inf, math.inf)
+    return JointBounds("j", {name: inputs.get(name, wide) for name in INPUT_NAMES}, wide, wide,
+                       math.inf, math.inf, (wide, wide), (None, None), (math.inf, math.inf))
 
 
 def test_check_array_returns_floats():
@@ -146,36 +176,33 @@ def sample(stamp, value, stiffness=0.0, deflection=0.0):
 def test_aggregation_waits_for_every_joint_and_uses_the_newest_stamp():
     robot = layout({"robot": "arm", "joints": [{"name": "a", "mode": 3}, {"name": "b", "mode": 5}]})
     agg = StateAggregator(robot)
-    assert agg.collect() == {}
+    assert agg.arrays("robot_state") is None
     agg.update("link_state", "b", sample(2_000_000_000, 0.2, stiffness=5.0, deflection=0.01))
-    assert agg.arrays("robot_state") is None and agg.collect() == {}
+    assert agg.arrays("robot_state") is None and agg.arrays("robot_stiffness") is None
     agg.update("link_state", "a", sample(1_500_000_000, 0.1, stiffness=4.0, deflection=-0.02))
-    out = agg.collect()
-    assert set(out) == {"robot_state", "robot_stiffness"}
-    state = out["robot_state"]
+    state = agg.arrays("robot_state")
     assert state.name == ("a", "b")                   # layout order, not arrival order
     assert state.stamp == 2_000_000_000               # newest per-joint stamp
     assert state.position == (0.1, 0.2)
     assert state.velocity == (1.0, 2.0)
     assert state.effort == (10.0, 20.0)
-    stiff = out["robot_stiffness"]
+    stiff = agg.arrays("robot_stiffness")
     assert stiff.stiffness == (4.0, 5.0) and stiff.deflection == (-0.02, 0.01)
     assert stiff.stamp == 2_000_000_000
-    # nothing new: nothing to publish; a newer sample of one joint republishes with its value
-    assert agg.collect() == {}
+    # a newer sample of one joint: its value, the others' as they were, the newest stamp
     agg.update("link_state", "a", sample(3_000_000_000, 0.3))
-    out = agg.collect()
-    assert out["robot_state"].position == (0.3, 0.2) and out["robot_state"].stamp == 3_000_000_000
+    state = agg.arrays("robot_state")
+    assert state.position == (0.3, 0.2) and state.stamp == 3_000_000_000
     # motor streams are independent
     agg.update("motor_1_state", "a", sample(1, 1.0))
-    assert agg.collect() == {}
+    assert agg.arrays("motor_1_state") is None
     agg.update("motor_1_state", "b", sample(2, 2.0))
     agg.update("motor_2_state", "a", sample(3, 3.0))
-    out = agg.collect()
-    assert set(out) == {"motor_1_state"}
-    assert out["motor_1_state"].position == (1.0, 2.0) and out["motor_1_state"].stamp == 2
+    assert agg.arrays("motor_1_state").position == (1.0, 2.0)
+    assert agg.arrays("motor_1_state").stamp == 2
+    assert agg.arrays("motor_2_state") is None
     agg.update("motor_2_state", "b", sample(4, 4.0))
-    assert agg.collect()["motor_2_state"].effort == (300.0, 400.0)
+    assert agg.arrays("motor_2_state").effort == (300.0, 400.0)
 
 
 def test_aggregation_rejects_unknown_names():

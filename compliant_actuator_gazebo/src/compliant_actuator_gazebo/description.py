@@ -33,12 +33,17 @@ class DescriptionError(ValueError):
 
 @dataclass(frozen=True)
 class UrdfJoint:
-    """A joint of the URDF with the <dynamics> both simulators apply at the link side."""
+    """A joint of the URDF with the <dynamics> both simulators apply at the link side and its
+    <limit> (None where the URDF gives none; lower and upper only for a revolute joint)."""
 
     name: str
     type: str                  # revolute | continuous | prismatic | fixed | ...
     damping: float = 0.0       # viscous [N m s/rad]
     friction: float = 0.0      # Coulomb (static) friction [N m]
+    lower: Optional[float] = None      # [rad]
+    upper: Optional[float] = None      # [rad]
+    effort: Optional[float] = None     # |torque| limit [N m]
+    velocity: Optional[float] = None   # |velocity| limit [rad/s]
 
 
 @dataclass(frozen=True)
@@ -166,9 +171,36 @@ def _urdf_joint(element: ET.Element, source: str) -> UrdfJoint:
         raise DescriptionError(f"{source}: a <joint> has no name attribute")
     dynamics = element.find("dynamics")
     what = f"{source}: <dynamics> of joint {name!r}"
-    return UrdfJoint(name=name, type=(element.get("type") or "").strip(),
+    joint_type = (element.get("type") or "").strip()
+    limit = element.find("limit")
+    what_limit = f"{source}: <limit> of joint {name!r}"
+    lower = upper = None
+    if joint_type == "revolute" and limit is not None:
+        lower, upper = (_limit_attr(limit, key, what_limit, signed=True) for key in ("lower",
+                                                                                     "upper"))
+        if lower is not None and upper is not None and lower > upper:
+            raise DescriptionError(f"{what_limit}: lower {lower:g} > upper {upper:g}")
+    return UrdfJoint(name=name, type=joint_type,
                      damping=_float_attr(dynamics, "damping", what),
-                     friction=_float_attr(dynamics, "friction", what))
+                     friction=_float_attr(dynamics, "friction", what),
+                     lower=lower, upper=upper,
+                     effort=_limit_attr(limit, "effort", what_limit),
+                     velocity=_limit_attr(limit, "velocity", what_limit))
+
+
+def _limit_attr(element: Optional[ET.Element], attr: str, what: str,
+                signed: bool = False) -> Optional[float]:
+    """A <limit> attribute; None when absent (or a magnitude limit of 0: URDF's "none")."""
+    if element is None or element.get(attr) is None:
+        return None
+    try:
+        value = float(element.get(attr))
+    except ValueError:
+        raise DescriptionError(f"{what}: {attr}={element.get(attr)!r} is not a number") from None
+    if not math.isfinite(value) or (not signed and value < 0.0):
+        raise DescriptionError(f"{what}: {attr} must be a finite number"
+                               f"{'' if signed else ' >= 0'}, got {value}")
+    return value if signed or value > 0.0 else None
 
 
 def _joint_spec(plugin: ET.Element, robot: str, joints: Mapping[str, UrdfJoint],

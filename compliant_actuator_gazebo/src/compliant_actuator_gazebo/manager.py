@@ -18,9 +18,9 @@ Modes 0 and 1 take only the first array; their element of the second array is ig
 Aggregation: the latest link_state / motor_1_state / motor_2_state of every joint are kept;
 the whole-robot arrays (robot_state, motor_1_state, motor_2_state as JointState-like arrays,
 robot_stiffness with stiffness and deflection, which the reference release dropped) exist only
-once EVERY joint has reported on that stream, are stamped with the newest per-joint stamp, and
-`StateAggregator.collect` hands out each array only when some joint reported since the last call
-(a paused simulation is not republished as fresh data).
+once EVERY joint has reported on that stream and are stamped with the newest per-joint stamp.
+When they are published is `schedule.StreamSchedule`'s decision (only after new data: a paused
+simulation is not republished as fresh data).
 """
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import yaml
+from sim2real_checks.errors import Rejected
+
+from compliant_actuator_gazebo.bounds import JointBounds
 
 # Per operation mode (paper 003 §3.1 / §3.2): input fed by reference_1, input fed by reference_2
 # (None: the second array is ignored in that mode).
@@ -58,8 +61,9 @@ class LayoutError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
-class ArrayRejected(ValueError):
-    """A whole-robot reference array is unusable (length, non-finite value); one line."""
+class ArrayRejected(Rejected):
+    """A whole-robot reference array is unusable: ``size`` (length), ``type`` (not numbers),
+    ``non_finite``, ``bounds`` (beyond the input's physical range); one line."""
 
 
 @dataclass(frozen=True)
@@ -164,34 +168,47 @@ def _array_index(array: str) -> int:
     return ARRAYS.index(array)
 
 
-def check_array(layout: RobotLayout, array: str, values: Sequence[float]) -> list[float]:
+def check_array(layout: RobotLayout, array: str, values: Sequence[float],
+                bounds: Optional[Mapping[str, JointBounds]] = None) -> list[float]:
     """The array as floats, or ArrayRejected naming the problem: a length other than the number
-    of joints (the reference release read out of bounds), or a NaN/infinite/non-numeric value."""
+    of joints (the reference release read out of bounds), a NaN/infinite/non-numeric value, or
+    (with the joints' ``bounds``) a value beyond the range of the input it goes to."""
     try:
         n = len(values)
     except TypeError:
-        raise ArrayRejected(f"{array} is not an array: {values!r}") from None
+        raise ArrayRejected("type", f"{array} is not an array: {values!r}") from None
     if n != len(layout.joints):
-        raise ArrayRejected(f"{array} has {n} values, robot '{layout.robot}' has "
-                            f"{len(layout.joints)} joints ({', '.join(layout.names)})")
+        raise ArrayRejected("size", f"{array} has {n} values, robot '{layout.robot}' has "
+                                    f"{len(layout.joints)} joints ({', '.join(layout.names)})")
+    column = _array_index(array)
     result = []
     for i, (value, joint) in enumerate(zip(values, layout.joints)):
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise ArrayRejected(f"{array}[{i}] ({joint.name}) is not a number: {value!r}") from None
+            raise ArrayRejected("type", f"{array}[{i}] ({joint.name}) is not a number: "
+                                        f"{value!r}") from None
         if not math.isfinite(number):
-            raise ArrayRejected(f"{array}[{i}] ({joint.name}) is {number}: finite values only")
+            raise ArrayRejected("non_finite", f"{array}[{i}] ({joint.name}) is {number}: "
+                                              f"finite values only")
+        target = MODE_INPUTS[joint.mode][column]
+        accepted = bounds[joint.name].inputs[target] \
+            if bounds and joint.name in bounds and target else None
+        if accepted is not None and not accepted.low <= number <= accepted.high:
+            raise ArrayRejected("bounds", f"{array}[{i}] ({joint.name} {target}) {number:.4g} "
+                                          f"outside [{accepted.low:.4g}, {accepted.high:.4g}]")
         result.append(number)
     return result
 
 
 def fan_out(layout: RobotLayout, reference_1: Optional[Sequence[float]] = None,
-            reference_2: Optional[Sequence[float]] = None) -> list[tuple[str, float]]:
+            reference_2: Optional[Sequence[float]] = None,
+            bounds: Optional[Mapping[str, JointBounds]] = None) -> list[tuple[str, float]]:
     """(topic, value) pairs to publish as std_msgs/Float64 for the given arrays (either may be
     None: the node forwards each array on arrival, independently). Every given array is checked
-    first, so a rejected array publishes nothing; ArrayRejected names the problem."""
-    arrays = {name: check_array(layout, name, values)
+    first (check_array), so a rejected array publishes nothing; ArrayRejected names the
+    problem."""
+    arrays = {name: check_array(layout, name, values, bounds)
               for name, values in zip(ARRAYS, (reference_1, reference_2)) if values is not None}
     return [(topic, value)
             for name, values in arrays.items()
@@ -230,7 +247,6 @@ class StateAggregator:
     def __init__(self, layout: RobotLayout) -> None:
         self.layout = layout
         self._latest: dict[str, dict[str, JointSample]] = {s: {} for s in STREAMS}
-        self._changed: dict[str, bool] = {s: False for s in STREAMS}
 
     def update(self, stream: str, joint: str, sample: JointSample) -> None:
         """Keep ``sample`` as ``joint``'s latest on ``stream``; ValueError (the previous sample
@@ -245,7 +261,6 @@ class StateAggregator:
         if bad:
             raise ValueError(f"{stream} of {joint}: NaN/Inf in {', '.join(bad)}")
         self._latest[stream][joint] = sample
-        self._changed[stream] = True
 
     def arrays(self, output: str) -> Optional[RobotArrays]:
         """The whole-robot arrays of `output` (a key of OUTPUTS), None until every joint has
@@ -263,15 +278,3 @@ class StateAggregator:
                            position=tuple(s.position for s in samples),
                            velocity=tuple(s.velocity for s in samples),
                            effort=tuple(s.effort for s in samples))
-
-    def collect(self) -> dict[str, RobotArrays]:
-        """Outputs to publish now: complete, and with a new sample since the last collect."""
-        ready = {}
-        for output, stream in OUTPUTS.items():
-            arrays = self.arrays(output) if self._changed[stream] else None
-            if arrays is not None:
-                ready[output] = arrays
-        for stream in STREAMS:
-            if all(o in ready for o, s in OUTPUTS.items() if s == stream):
-                self._changed[stream] = False
-        return ready

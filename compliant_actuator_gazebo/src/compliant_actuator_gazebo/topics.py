@@ -10,21 +10,26 @@ All outputs are published in every mode (unused motors/springs read 0), so aggre
 Simulator-agnostic: the simulator only needs the small :class:`Simulator` protocol
 (``EmbeddedSimulation`` has it). Subscriber callbacks run in rospy's threads and only queue
 values; the simulation thread applies them between steps with :meth:`RobotTopics.apply_inputs`,
-so the core is only ever touched by one thread. Non-finite values are rejected in the callback
-with an error naming joint and topic (throttled per joint and topic); a clamped stiffness preset
-is applied and warned about (throttled likewise).
+so the core is only ever touched by one thread. A value that is not finite or beyond the
+joint's bounds for that input (bounds.py) is rejected in the callback by the node's guard (one
+error line naming the topic per topic, reason and second; counted); a stiffness preset within
+the accepted range but outside the model's domain is clamped by the core and warned about (at
+most once per joint and 5 s). Every output goes through the guard's publish-side check.
 """
 from __future__ import annotations
 
 import math
 import threading
 import time
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, Optional, Protocol
 
 import rospy
+from sim2real_checks.guard import Guard
 from std_msgs.msg import Float64
 
 import compliant_actuator_gazebo as cag
+from compliant_actuator_gazebo.bounds import JointBounds, robot_bounds
+from compliant_actuator_gazebo.checks import check_input
 from compliant_actuator_gazebo.msg import Float64Stamped, LinkState, MotorState
 
 INPUT_NAMES: tuple[str, ...] = tuple(cag.input_name(i) for i in cag.Input.__members__.values())
@@ -69,12 +74,12 @@ class Throttle:
 class JointTopics:
     """Subscribers and publishers of one compliant joint; inputs are queued, not applied."""
 
-    def __init__(self, namespace: str, joint: str, throttle: Throttle,
-                 log_error: Callable[[str], None] = rospy.logerr) -> None:
+    def __init__(self, namespace: str, joint: str, guard: Guard,
+                 bounds: Optional[JointBounds] = None) -> None:
         self.joint = joint
         self.namespace = f"/{namespace.strip('/')}/{joint}"
-        self._throttle = throttle
-        self._log_error = log_error
+        self._guard = guard
+        self._bounds = bounds
         self._lock = threading.Lock()
         self._pending: dict[str, float] = {}
         self._subscribers = [
@@ -87,12 +92,10 @@ class JointTopics:
                                          queue_size=10) for i in (1, 2)]
 
     def _callback(self, msg: Float64, name: str) -> None:
-        value = msg.data
-        if not math.isfinite(value):
-            if self._throttle((self.joint, name)):
-                self._log_error(f"compliant joint {self.joint}: rejected {value} on "
-                                f"{self.namespace}/{name} (inputs must be finite); "
-                                f"keeping the previous value")
+        value = self._guard.check(f"{self.namespace}/{name}",
+                                  lambda m: check_input(m.data, self._bounds, self.joint, name),
+                                  msg)
+        if value is None:        # the previous value is kept
             return
         with self._lock:
             self._pending[name] = value
@@ -112,17 +115,17 @@ class JointTopics:
         link.position, link.velocity, link.effort = snapshot.q, snapshot.qd, out.link_torque
         link.stiffness, link.deflection = out.stiffness, out.deflection
         link.reference_1, link.reference_2 = out.reference_1, out.reference_2
-        self._link.publish(link)
+        self._guard.publish(self._link, link)
         for publisher, motor in zip(self._motors, (out.motor1, out.motor2)):
             msg = MotorState()
             msg.header.stamp = stamp
             msg.position, msg.velocity, msg.effort = motor.position, motor.velocity, motor.torque
-            publisher.publish(msg)
+            self._guard.publish(publisher, msg)
         for publisher, torque in zip(self._springs, (out.spring.t1, out.spring.t2)):
             msg = Float64Stamped()
             msg.header.stamp = stamp
             msg.data = torque
-            publisher.publish(msg)
+            self._guard.publish(publisher, msg)
 
     def close(self) -> None:
         for handle in [*self._subscribers, self._link, *self._motors, *self._springs]:
@@ -132,17 +135,20 @@ class JointTopics:
 class RobotTopics:
     """The per-joint interfaces of all compliant joints of a robot."""
 
-    def __init__(self, joints: Iterable[tuple[str, str]], throttle_period: float = 5.0,
-                 log_error: Callable[[str], None] = rospy.logerr,
+    def __init__(self, joints: Iterable[tuple[str, str, Optional[JointBounds]]], guard: Guard,
+                 throttle_period: float = 5.0,
                  log_warn: Callable[[str], None] = rospy.logwarn) -> None:
-        """``joints``: (robot namespace, joint name) pairs, e.g. from a RobotDescription."""
+        """``joints``: (robot namespace, joint name, its bounds or None) triples, e.g. from a
+        RobotDescription (:meth:`for_description`)."""
         self._throttle = Throttle(throttle_period)
         self._log_warn = log_warn
-        self.joints = [JointTopics(ns, joint, self._throttle, log_error) for ns, joint in joints]
+        self.joints = [JointTopics(ns, joint, guard, bounds) for ns, joint, bounds in joints]
 
     @classmethod
-    def for_description(cls, description, **kwargs) -> "RobotTopics":
-        return cls(((s.namespace, s.joint) for s in description.compliant), **kwargs)
+    def for_description(cls, description, guard: Guard, **kwargs) -> "RobotTopics":
+        bounds = robot_bounds(description)
+        return cls(((s.namespace, s.joint, bounds[s.joint]) for s in description.compliant),
+                   guard, **kwargs)
 
     def apply_inputs(self, sim: Simulator) -> bool:
         """Apply the queued inputs to ``sim`` (call from the simulation thread between steps).

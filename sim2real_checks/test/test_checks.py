@@ -58,6 +58,14 @@ def test_joint_state_rejections(fields, expected):
     assert reason(state(**fields)) == expected
 
 
+def test_an_effort_only_command_needs_no_positions():
+    torques = JointStateSpec(("a", "b"), required=("effort",), bounds=SPEC.bounds)
+    values = check_joint_state(state(position=[], effort=[1.0, -2.0]), torques)
+    assert values.position.size == 0 and values.effort.tolist() == [-2.0, 1.0]
+    assert reason(state(position=[], effort=[1.0, -50.0]), torques) == "bounds"
+    assert reason(state(position=[], effort=[]), torques) == "malformed"
+
+
 def test_measured_state_spec_widens_the_limits():
     measured = JointStateSpec(("a", "b"), bounds=JointBounds.from_limits(
         [-1, -2], [1, 2], [2, 3], [10, 20], position_margin=0.2, rate_factor=2.0))

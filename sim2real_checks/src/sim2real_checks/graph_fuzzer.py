@@ -24,6 +24,8 @@ from sim2real_checks.finite import non_finite_fields
 from sim2real_checks.fuzz import hostile_cases
 
 TAG = re.compile(r"\[([A-Za-z0-9_-]+)\]")
+GUARD_LINE = re.compile(r"^\S+: (\S+): [a-z ]+ \[([A-Za-z0-9_-]+)\]")
+"""A Guard's line, ``<node>: <topic>: rejected [<reason>]: ...``: throttled per topic and reason."""
 NUMBERS = re.compile(r"[-+]?\d[\d.e+-]*")
 JITTER = 0.05
 """Two lines of one reason count as one second apart when at least 1 - JITTER s apart (they
@@ -126,8 +128,11 @@ class GraphFuzzer:
         node = rosgraph.names.script_resolve_name("/", msg.name)
         if node not in self.nodes or msg.level < Log.WARN:
             return
-        tag = TAG.search(msg.msg)
-        reason = tag.group(1) if tag else NUMBERS.sub("#", msg.msg)[:120]
+        guarded, tag = GUARD_LINE.match(msg.msg), TAG.search(msg.msg)
+        if guarded:
+            reason = f"{guarded.group(1)} [{guarded.group(2)}]"
+        else:
+            reason = tag.group(1) if tag else NUMBERS.sub("#", msg.msg)[:120]
         with self._lock:
             self._lines[(node, reason)].append(time.monotonic())
             self.report.error_lines[node] = self.report.error_lines.get(node, 0) + 1

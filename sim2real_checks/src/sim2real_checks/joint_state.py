@@ -53,9 +53,11 @@ class JointBounds:
                    as_array(position_max) + position_margin,
                    as_array(velocity) * rate_factor, as_array(effort) * rate_factor)
 
-    def check(self, names: Sequence[str], q: np.ndarray, qd: Optional[np.ndarray],
+    def check(self, names: Sequence[str], q: Optional[np.ndarray], qd: Optional[np.ndarray],
               tau: Optional[np.ndarray]) -> None:
-        outside = (q < self.position_min) | (q > self.position_max)
+        """InvalidJointState (OUT_OF_BOUNDS) for the first value beyond its bound (None: absent)."""
+        outside = np.zeros(0, dtype=bool) if q is None else \
+            (q < self.position_min) | (q > self.position_max)
         if outside.any():
             j = int(np.flatnonzero(outside)[0])
             raise InvalidJointState(f"{names[j]} position {q[j]:.4g} rad outside "
@@ -71,11 +73,12 @@ class JointBounds:
 
 def check_fields(names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
                  effort: Sequence[float], require_velocity: bool = True,
-                 require_effort: bool = True) -> None:
+                 require_effort: bool = True, require_position: bool = True) -> None:
     """InvalidJointState (MALFORMED) unless the names are distinct and each field has one value
     per name; a field not required may also be empty (not measured)."""
     n = len(names)
-    required = {"position": True, "velocity": require_velocity, "effort": require_effort}
+    required = {"position": require_position, "velocity": require_velocity,
+                "effort": require_effort}
     for field_name, values in zip(FIELDS, (position, velocity, effort)):
         if len(values) != n and not (not required[field_name] and len(values) == 0):
             raise InvalidJointState(f"{field_name} has {len(values)} values for {n} joint names")
@@ -119,13 +122,15 @@ class JointStateLayout:
         return self._order
 
     def arrays(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
-               effort: Sequence[float], require_velocity: bool = True, require_effort: bool = True
-               ) -> tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
-        """(q, qd, tau), each (dof,) float64 in the layout's order; qd (tau) is None for an empty
-        velocity (effort) that is not required. InvalidJointState if a joint is missing,
+               effort: Sequence[float], require_velocity: bool = True, require_effort: bool = True,
+               require_position: bool = True
+               ) -> tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
+        """(q, qd, tau), each (dof,) float64 in the layout's order; a field that is not required
+        and empty is None. InvalidJointState if a joint is missing,
         repeated or unknown, a field does not have one value per name, a value is NaN/Inf or
         beyond the bounds."""
-        check_fields(names, position, velocity, effort, require_velocity, require_effort)
+        check_fields(names, position, velocity, effort, require_velocity, require_effort,
+                     require_position)
         order = self._order_for(names)
 
         def pick(values: Sequence[float]) -> Optional[np.ndarray]:
@@ -135,8 +140,7 @@ class JointStateLayout:
             return array if order is None else array[order]
 
         q, qd, tau = pick(position), pick(velocity), pick(effort)
-        if not (np.isfinite(q).all() and (qd is None or np.isfinite(qd).all())
-                and (tau is None or np.isfinite(tau).all())):
+        if not all(v is None or np.isfinite(v).all() for v in (q, qd, tau)):
             bad = [f"{field_name} of {self.joint_names[i]}"
                    for field_name, values in zip(FIELDS, (q, qd, tau)) if values is not None
                    for i in np.flatnonzero(~np.isfinite(values))]
@@ -168,8 +172,9 @@ class JointStateLayout:
 
 @dataclass(frozen=True)
 class JointStateSpec:
-    """What a node accepts: ``names`` in its order (others refused unless ``allow_extra``),
-    ``required`` fields besides the positions (the others may be empty), optional ``bounds``."""
+    """What a node accepts: ``names`` in its order (others refused unless ``allow_extra``), the
+    ``required`` fields (the others may be empty: e.g. an effort-only torque command), optional
+    ``bounds``."""
 
     names: tuple[str, ...]
     required: tuple[str, ...] = ("position",)
@@ -194,7 +199,7 @@ class JointValues:
 def check_joint_state(msg: Any, spec: JointStateSpec) -> JointValues:
     """The values of ``msg`` in ``spec.names`` order, or :class:`InvalidJointState`."""
     q, qd, tau = spec.layout.arrays(msg.name, msg.position, msg.velocity, msg.effort,
-                                    "velocity" in spec.required, "effort" in spec.required)
+                                    "velocity" in spec.required, "effort" in spec.required,
+                                    "position" in spec.required)
     empty = np.zeros(0)
-    return JointValues(msg.header.stamp.to_sec(), q, empty if qd is None else qd,
-                       empty if tau is None else tau)
+    return JointValues(msg.header.stamp.to_sec(), *(empty if v is None else v for v in (q, qd, tau)))

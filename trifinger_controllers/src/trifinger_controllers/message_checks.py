@@ -54,11 +54,11 @@ TORQUE_COMMAND = JointStateSpec(
     JOINT_NAMES, ("effort",),
     JointBounds(-_INF, _INF, _INF, np.full(N_JOINTS, MAX_COMMAND_TORQUE)))
 POSITION_COMMAND = JointStateSpec(
-    JOINT_NAMES, (),
+    JOINT_NAMES, ("position",),
     JointBounds(JOINT_LOWER - POSITION_TARGET_MARGIN, JOINT_UPPER + POSITION_TARGET_MARGIN,
                 _INF, _INF))
 MEASURED_STATE = JointStateSpec(
-    JOINT_NAMES, ("velocity", "effort"),
+    JOINT_NAMES, ("position", "velocity", "effort"),
     JointBounds.from_limits(JOINT_LOWER, JOINT_UPPER, np.full(N_JOINTS, VELOCITY_LIMIT),
                             np.full(N_JOINTS, TORQUE_LIMIT), MEASURED_POSITION_MARGIN,
                             MEASURED_RATE_FACTOR))
@@ -67,12 +67,7 @@ MEASURED_STATE = JointStateSpec(
 def torque_from_msg(msg: Any) -> np.ndarray:
     """The (9,) torque [N m] of a torque command in JOINT_NAMES order (positions and velocities,
     if given, must be finite and are ignored)."""
-    # sim2real_checks' JointStateSpec always requires positions: a torque command carries none,
-    # so absent positions are checked as zeros (they are not used)
-    position = msg.position if len(msg.position) else [0.0] * len(msg.name)
-    _, _, effort = TORQUE_COMMAND.layout.arrays(msg.name, position, msg.velocity, msg.effort,
-                                                require_velocity=False, require_effort=True)
-    return effort
+    return check_joint_state(msg, TORQUE_COMMAND).effort
 
 
 def position_from_msg(msg: Any) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""Shared by the pair rostests: run `rosbag record` on the pair topics while the pair runner
-(wait_for_recorder) drives both robots, and return the closed bag once N pairs have ended."""
+"""Shared by the pair rostests: run `rosbag record` (node name RECORDER, which the tests' pair
+runner watches with ~recorder) on the pair topics while the pair runner drives both robots, and
+return the closed bag once N pairs have ended."""
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import rospy
 
 from panda_sim2real.msg import PairEvent
 
+RECORDER = "pair_recorder"   # not the test node's name (rostest names it after test-name)
 TOPICS = ["/sim/joint_states", "/real/joint_states", "/sim/joint_trajectory_controller/command",
           "/real/joint_trajectory_controller/command", "/pairs/event", "/real/label"]
 
@@ -29,7 +31,8 @@ def record_pairs(count: int, timeout: float = 200.0) -> tuple[str, list[int]]:
     bag = os.path.join(tempfile.mkdtemp(prefix="sim2real_rostest_"), "pairs.bag")
     # `rosrun` execs the C++ recorder itself (the `rosbag` wrapper would exit on SIGINT before
     # the recorder has closed the bag), in its own process group
-    recorder = subprocess.Popen(["rosrun", "rosbag", "record", "-O", bag, *TOPICS],
+    recorder = subprocess.Popen(["rosrun", "rosbag", "record", "-O", bag, *TOPICS,
+                                 f"__name:={RECORDER}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     # the runner (wait_for_recorder) starts once /pairs/event has a subscriber: let the

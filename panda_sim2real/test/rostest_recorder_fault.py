@@ -7,12 +7,13 @@ runner and `rosbag record --split`) runs under its own roslaunch against the tes
    and the launch ends with exit code 0 and no "REQUIRED process has died";
 2. about 60 s of fast moves with the recorder killed (SIGKILL) 40 s after the first pair
    started: the runner stops with an ERROR line and exit code 1 (not "pairs done"), the split
-   files read back as one recording, the `dataset` tool warns about the unclosed file, and the
+   files (and no file of an earlier recording under the same name) read back as one recording, the `dataset` tool warns about the unclosed file, and the
    complete pairs cover at least 35 s of the 40."""
 import glob
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -160,6 +161,8 @@ class RecorderFault(unittest.TestCase):
     def test_2_killed_recorder_stops_the_runner_and_keeps_the_pairs(self):
         self.listener.reset()
         bag = os.path.join(self.folder, "killed.bag")
+        stale = os.path.join(self.folder, "killed_999.bag")     # an earlier recording's file
+        shutil.copy(glob.glob(os.path.join(self.folder, "normal_*.bag"))[0], stale)
         self.launch = launch = start_pairs(bag, LONG_RUN, seed=5)
         first = self.listener.wait_for(PairEvent.START, timeout=120)
         pid = node_pid(self.master.lookupNode(RECORDER), rospy.get_name(), 5.0)
@@ -180,6 +183,7 @@ class RecorderFault(unittest.TestCase):
         self.assertLess(stamp - killed_at, 3.0, "the runner noticed the death late")
         self.assertLess(len(self.listener.of(PairEvent.END)), LONG_RUN)
 
+        self.assertFalse(os.path.exists(stale), "the earlier recording's file was read along")
         active = glob.glob(os.path.join(self.folder, "killed_*.bag.active"))
         self.assertEqual(len(active), 1)
         recording = read_pairs(bag, self.names)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import rosbag
 
-from panda_sim2real.bag_set import resolve_bags
+from panda_sim2real.bag_set import recording_files, resolve_bags
 from panda_sim2real.errors import BagError
 from panda_sim2real.joint_state_bag import BagFile, read_joint_states
 from panda_sim2real.limits import JointLimits
@@ -105,6 +105,20 @@ def test_missing_and_ambiguous_recordings(split, tmp_path):
         resolve_bags(str(two))
 
 
+def test_the_files_a_recorder_named_name_may_have_left(tmp_path):
+    names = ["pairs.bag", "pairs.bag.active", "pairs_0.bag", "pairs_12.bag", "pairs_3.bag.active",
+             "pairs_x.bag", "pairs_1.bag.orig.active", "other_0.bag", "pairs2_0.bag"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    expected = ["pairs.bag", "pairs.bag.active", "pairs_0.bag", "pairs_3.bag.active",
+                "pairs_12.bag"]
+    for given in ("pairs.bag", "pairs"):
+        found = recording_files(str(tmp_path / given))
+        assert sorted(os.path.basename(f) for f in found) == sorted(expected)
+        assert [os.path.basename(f) for f in found][-3:] == expected[-3:]     # index order
+    assert recording_files(str(tmp_path / "absent.bag")) == []
+
+
 # --- reading a split recording as one bag ---------------------------------------------------
 
 def test_a_split_recording_reads_as_the_whole_bag(whole, split):
@@ -194,6 +208,6 @@ def test_coverage_problems():
     assert coverage_problem(t, 0.0, 2.0, 0.1) is None
     assert coverage_problem(t[t > 0.3], 0.0, 2.0, 0.1) == "starts 0.310 s after the pair's start"
     assert coverage_problem(t[t < 1.5], 0.0, 2.0, 0.1) == "stops 0.510 s before the pair's end"
-    holed = t[(t < 0.8) | (t > 1.2)]
-    assert coverage_problem(holed, 0.0, 2.0, 0.1) == "has no sample for 0.420 s after 0.790 s"
+    holed = t[(t < 0.8) | (t > 1.2)]                   # dropped samples inside: complete
+    assert coverage_problem(holed, 0.0, 2.0, 0.1) is None
     assert coverage_problem(t[:0], 0.0, 2.0, 0.1) == "no samples"

@@ -40,11 +40,10 @@ class BagSet:
 
 
 def _order(path: str) -> tuple[str, int, str]:
-    """Sort key: split files by stem and index, other files by name."""
+    """Sort key: by recording, an unsplit file before the split ones, these by index."""
     match = _SPLIT.match(os.path.basename(path))
-    if match is None:
-        return (os.path.join(os.path.dirname(path), os.path.basename(path)), -1, path)
-    return (os.path.join(os.path.dirname(path), match["stem"]), int(match["index"]), path)
+    index = -1 if match is None else int(match["index"])
+    return (os.path.join(os.path.dirname(path), _recording_of(path)), index, path)
 
 
 def _recording_of(path: str) -> str:
@@ -79,6 +78,14 @@ def _split_siblings(path: str) -> list[str]:
     if os.path.isfile(stem + ".bag" + ACTIVE):
         found.append(stem + ".bag" + ACTIVE)
     return found
+
+
+def recording_files(name: str) -> list[str]:
+    """Every file a recorder told ``-O name`` may have left: name itself (``.bag`` added if
+    missing), its ``.bag.active``, and the split files NAME_<k>.bag(.active), in index order."""
+    path = name if name.endswith(".bag") else name + ".bag"
+    found = _split_siblings(path) + ([path] if os.path.isfile(path) else [])
+    return sorted(set(found), key=_order)
 
 
 def _folder(path: str) -> list[str]:

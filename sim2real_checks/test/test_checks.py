@@ -17,6 +17,7 @@ from sim2real_checks.joint_state import (JointBounds, JointStateLayout, JointSta
                                         check_joint_state)
 from sim2real_checks.pose import check_pose
 from sim2real_checks.scalar import check_scalar
+from sim2real_checks.stamps import check_not_ahead
 
 SPEC = JointStateSpec(("a", "b"), bounds=JointBounds.from_limits([-1, -2], [1, 2], [2, 3], [10, 20]))
 
@@ -170,3 +171,11 @@ def test_hostile_cases_cover_every_field_and_leave_the_good_message_alone():
     trajectory = JointTrajectory(joint_names=["a"], points=[JointTrajectoryPoint(positions=[0.0])])
     assert "points[0].positions=-inf" in [c.name for c in hostile_cases(trajectory)]
     assert np.isnan(hostile_cases(Pose())[0].message.position.x)
+
+
+def test_a_stamp_far_ahead_of_the_clock_is_refused_once_there_is_a_clock():
+    check_not_ahead(105.0, 100.0, 10.0)
+    check_not_ahead(4e9, 0.0, 10.0)                 # no clock yet: nothing to compare with
+    with pytest.raises(Rejected, match="ahead of the clock") as caught:
+        check_not_ahead(4e9, 100.0, 10.0, "joint state")
+    assert caught.value.reason == "stamp"

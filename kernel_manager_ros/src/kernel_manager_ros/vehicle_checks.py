@@ -11,6 +11,7 @@ from typing import Any
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from sim2real_checks.errors import Rejected
 from sim2real_checks.finite import require_finite
+from sim2real_checks.stamps import check_not_ahead
 
 from kernel_manager_ros.mission import Command
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
@@ -98,10 +99,7 @@ def check_sensor(msg: Any, now: float) -> Any:
             _within(f"vector.{name}", getattr(msg.vector, name), ATTITUDE_LIMIT, "rad")
     else:
         raise Rejected("type", f"not a vehicle sensor message: {type(msg).__name__}")
-    stamp = msg.header.stamp.to_sec()
-    if stamp > now + FUTURE_STAMP_LIMIT:
-        raise Rejected("stamp", f"stamped {stamp:.3f} s, {stamp - now:.4g} s after the clock "
-                                f"({now:.3f} s)")
+    check_not_ahead(msg.header.stamp.to_sec(), now, FUTURE_STAMP_LIMIT, type(msg).__name__)
     return msg
 
 

@@ -7,8 +7,9 @@ runner and `rosbag record --split`) runs under its own roslaunch against the tes
    and the launch ends with exit code 0 and no "REQUIRED process has died";
 2. about 60 s of fast moves with the recorder killed (SIGKILL) 40 s after the first pair
    started: the runner stops with an ERROR line and exit code 1 (not "pairs done"), the split
-   files (and no file of an earlier recording under the same name) read back as one recording, the `dataset` tool warns about the unclosed file, and the
-   complete pairs cover at least 35 s of the 40."""
+   files (and no file of an earlier recording under the same name) read back as one
+   recording, the `dataset` tool warns about the unclosed file, and the complete pairs cover
+   at least 35 s of the 40 (first start to the end of the last complete pair)."""
 import glob
 import json
 import os

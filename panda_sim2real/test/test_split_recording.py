@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 
-import genpy
 import numpy as np
 import pytest
 import rosbag

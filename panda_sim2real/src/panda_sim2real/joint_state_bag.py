@@ -14,7 +14,6 @@ left out are counted by reason (:data:`DROP_REASONS`), never returned.
 from __future__ import annotations
 
 import dataclasses
-import os
 import struct
 import zlib
 from contextlib import contextmanager

@@ -22,12 +22,16 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from sim2real_checks.errors import Rejected
+from sim2real_checks.guard import Guard
+from sim2real_checks.joint_state import JointStateLayout
+
 from panda_sim2real.bag_layout import COMMAND, EVENTS, JOINT_STATES, REAL_NS, SIM_NS, topic
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import PairEvent
 from panda_sim2real.pairs import pair_event
 from panda_sim2real.recorder_watch import RecorderLost, RecorderWatch
-from panda_sim2real.ros_conversions import joint_trajectory_msg, measurement_from_msg
+from panda_sim2real.ros_conversions import joint_trajectory_msg
 from panda_sim2real.stamp_check import AHEAD, BACKWARDS, JUMPS, StampCheck
 from panda_sim2real.trajectory_generation import TrajectoryGenerator
 
@@ -62,6 +66,8 @@ class PairRunner:
         self._streams.update({name: name for name in extra_streams})
         self._checks = {key: StampCheck(stamp_tolerance) for key in self._streams}
         self._sim_position: Optional[np.ndarray] = None
+        self.guard = Guard(rospy.get_name(), log=rospy.logerr)
+        self._sim_layout = JointStateLayout(limits.joint_names, limits.bounds(measured=True))
         self._cond = threading.Condition()
         self._last_report = 0.0
         self._commands = {ns: rospy.Publisher(topic(ns, COMMAND), JointTrajectory, queue_size=2)
@@ -81,17 +87,18 @@ class PairRunner:
             latest = check.latest
             jump = check.observe(stamp, received)
             if jump is None and key == SIM_NS:
-                try:
-                    self._sim_position = measurement_from_msg(msg, self.limits.joint_names).position
-                except (KeyError, IndexError, ValueError):
-                    rospy.logerr_throttle(1.0, "pair_runner: /sim/joint_states lacks Panda joints")
+                arrays = self.guard.check(self._streams[key], lambda m: self._sim_layout.arrays(
+                    m.name, m.position, m.velocity, m.effort, require_velocity=False,
+                    require_effort=False), msg)
+                if arrays is not None:
+                    self._sim_position = arrays[0]
             self._cond.notify_all()
         if jump is not None:
             how = (f"{stamp - received:.3f} s ahead of the receive clock ({received:.3f} s)"
                    if jump == AHEAD else f"{latest - stamp:.3f} s behind the latest stamp taken")
-            rospy.logerr_throttle(1.0, f"pair_runner: {self._streams[key]} stamp {stamp:.3f} s is "
-                                       f"{how}; not taken as progress ({check.jump_count} "
-                                       f"stamp jumps on this stream so far)")
+            self.guard.reject(self._streams[key], Rejected(
+                "stamp", f"stamp {stamp:.3f} s is {how}; not taken as progress "
+                         f"({check.jump_count} stamp jumps on this stream so far)"))
 
     def _wait_until(self, stamp: float) -> bool:
         """Block until both robots (and the extra streams) have published a plausible state
@@ -153,7 +160,7 @@ class PairRunner:
             planned = move.trajectory.at(start)
             msg = joint_trajectory_msg(planned, self.limits.joint_names)
             for publisher in self._commands.values():
-                publisher.publish(msg)
+                self.guard.publish(publisher, msg)
             self._events.publish(pair_event(trajectory_id, move.kind, PairEvent.START, start,
                                             planned.duration))
             end = start + planned.duration
@@ -199,6 +206,6 @@ class PairRunner:
                    for name, c in counts.items() for kind in JUMPS]
         status = DiagnosticStatus(level=level, name=rospy.get_name(), message=message,
                                   hardware_id="", values=values)
-        array = DiagnosticArray(status=[status])
+        array = DiagnosticArray(status=[status, self.guard.status()])
         array.header.stamp = rospy.Time.now()
         self._diagnostics.publish(array)

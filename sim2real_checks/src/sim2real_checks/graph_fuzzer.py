@@ -4,6 +4,7 @@ or were restarted, which of their outputs carried NaN/Inf, how often each node l
 for one reason, and whether a good message afterwards still gives the right output."""
 from __future__ import annotations
 
+import copy
 import re
 import threading
 import time
@@ -150,13 +151,13 @@ class GraphFuzzer:
         sent = 0
         for case in cases:
             for _ in range(self.repeats):
-                publisher.publish(case.message)
+                publisher.publish(_stamped_now(case.message))
                 sent += 1
                 time.sleep(period)
         burst_period = 0.001
         start = time.monotonic()
         for k in range(self.burst):
-            publisher.publish(cases[k % len(cases)].message)
+            publisher.publish(_stamped_now(cases[k % len(cases)].message))
             sent += 1
             lag = start + (k + 1) * burst_period - time.monotonic()
             if lag > 0:
@@ -234,6 +235,18 @@ class GraphFuzzer:
         deadline = time.monotonic() + timeout
         while publisher.get_num_connections() == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def _stamped_now(msg: Any) -> Any:
+    """``msg`` with a zero header stamp set to now, as a publisher stamps its messages (so that
+    a stamp check does not hide the other cases; the far-future case keeps its stamp)."""
+    header = getattr(msg, "header", None)
+    if header is not None and hasattr(header, "stamp") and header.stamp.is_zero():
+        header.stamp = rospy.Time.now()
+        msg = copy.copy(msg)
+        msg.header = copy.deepcopy(header)
+        header.stamp = rospy.Time()
+    return msg
 
 
 def _field(msg: Any, path: str) -> Any:

@@ -17,7 +17,12 @@ def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None]
              errors: tuple[type[Exception], ...] = (Sim2RealError,)) -> NodeT:
     """``rospy.init_node(name)``, ``node = make()`` (one of ``errors``: [FATAL] line, exit 1),
     ``spin(node)``, ``close(node)``; returns the node after shutdown."""
-    rospy.init_node(name)
+    try:
+        rospy.init_node(name)
+    except rospy.ROSInitException:
+        if rospy.core.is_shutdown_requested():      # SIGINT while starting: a quiet end
+            raise SystemExit(0) from None
+        raise
     try:
         node = make()
     except errors as exc:
@@ -26,7 +31,7 @@ def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None]
     try:
         spin(node)
     except rospy.ROSException:     # interrupted, or a publish raced the shutdown's closing
-        if not rospy.is_shutdown():
+        if not rospy.core.is_shutdown_requested():
             raise
     finally:
         close(node)

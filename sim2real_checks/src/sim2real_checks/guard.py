@@ -81,7 +81,8 @@ class Guard:
         try:
             publisher.publish(msg)
         except ROSException:
-            if rospy.is_shutdown():
+            # rospy closes its topics in a pre-shutdown hook, before is_shutdown() turns true
+            if rospy.core.is_shutdown_requested():
                 return False
             raise
         return True

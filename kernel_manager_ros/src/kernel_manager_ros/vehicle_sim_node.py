@@ -25,12 +25,13 @@ import rospy
 from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.diagnostics import GuardDiagnostics
 from sim2real_checks.errors import Rejected
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.node_runner import run_node
+from kernel_manager_ros.shutdown_guard import node_guard
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle_checks import VehicleBounds, check_command, check_set_state
 from kernel_manager_ros.vehicle_messages import attitude_message, gps_messages, to_time
@@ -119,11 +120,11 @@ class VehicleSimNode:
     def spin(self) -> None:
         if self.publish_clock:
             self.vehicle = VehicleModel(self.config, start_time=0.0)
-            self._clock.publish(Clock(clock=to_time(0.0)))
+            self.guard.publish(self._clock, Clock(clock=to_time(0.0)))
             wall_start = time.monotonic()
             while not rospy.is_shutdown():
                 self._step()
-                self._clock.publish(Clock(clock=to_time(self.vehicle.t)))
+                self.guard.publish(self._clock, Clock(clock=to_time(self.vehicle.t)))
                 if self.real_time_factor > 0:
                     lag = wall_start + self.vehicle.t / self.real_time_factor - time.monotonic()
                     if lag > 0:

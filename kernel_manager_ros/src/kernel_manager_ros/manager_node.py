@@ -34,13 +34,12 @@ import numpy as np
 import rospy
 from roslib.message import get_message_class
 
-from sim2real_checks.diagnostics import GuardDiagnostics
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.node_runner import run_node
-from kernel_manager_ros.shutdown_guard import node_guard
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
 from kernel_manager_ros.msg import ActiveKernel

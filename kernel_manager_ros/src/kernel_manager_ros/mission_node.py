@@ -21,12 +21,11 @@ from typing import Any, Optional
 import numpy as np
 import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
-from sim2real_checks.diagnostics import GuardDiagnostics
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.node_runner import run_node
-from kernel_manager_ros.shutdown_guard import node_guard
 from kernel_manager_ros.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState

@@ -25,13 +25,12 @@ import rospy
 from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
-from sim2real_checks.diagnostics import GuardDiagnostics
+from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.node_runner import run_node
-from kernel_manager_ros.shutdown_guard import node_guard
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle_checks import VehicleBounds, check_command, check_set_state
 from kernel_manager_ros.vehicle_messages import attitude_message, gps_messages, to_time

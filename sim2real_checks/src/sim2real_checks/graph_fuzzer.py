@@ -117,6 +117,9 @@ class GraphFuzzer:
         self._subscribers.append(rospy.Subscriber("/rosout", Log, self._on_log, queue_size=5000))
 
     def _on_output(self, msg: Any, topic_name: str) -> None:
+        header = getattr(msg, "_connection_header", None) or {}
+        if header.get("callerid") == rospy.get_name():
+            return          # the fuzzer's own message on a topic a node under test also publishes
         bad = bool(non_finite_fields(msg))
         with self._lock:
             self.report.outputs[topic_name] = self.report.outputs.get(topic_name, 0) + 1

@@ -29,6 +29,7 @@ rosrun sim2real_pipeline pipeline --out "$pipe" --seed 0 \
   --train-minutes "${DEMO_TRAIN_MINUTES:-4}"
 
 echo "== live: pipeline.launch robot:=fci_standin, $live_n new trajectories and $live_tasks task repeats"
+rm -rf "$out"/live_*.bag "$out"/live_*_[0-9]*.bag* "$out"/live_*.replaced-*   # this demo's own, earlier
 live() {   # live NAME KINDS COUNT SEED [method args...]: one roslaunch on a private master
   local name="$1" kinds="$2" count="$3" seed="$4"
   shift 4

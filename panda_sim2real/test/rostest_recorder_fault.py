@@ -161,7 +161,7 @@ class RecorderFault(unittest.TestCase):
         self.assertEqual(counters["stamp_jumps_ahead /sim/joint_states"], "0")
         self.assertEqual(counters["pairs_done"], "2")
         self.assertEqual(status.level, DiagnosticStatus.WARN)
-        self.assertIn("pair_runner: /real/joint_states stamp", out)   # the throttled error
+        self.assertIn("pair_runner: /real/joint_states: rejected [stamp]: stamp", out)   # the guard's line
         recording = read_pairs(os.path.join(self.folder, "normal.bag"), self.names)
         self.assertEqual(recording.unclosed, ())
         self.assertEqual(with_both_events(recording), [0, 1], recording.warnings())

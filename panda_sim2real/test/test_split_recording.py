@@ -210,3 +210,20 @@ def test_coverage_problems():
     holed = t[(t < 0.8) | (t > 1.2)]                   # dropped samples inside: complete
     assert coverage_problem(holed, 0.0, 2.0, 0.1) is None
     assert coverage_problem(t[:0], 0.0, 2.0, 0.1) == "no samples"
+
+
+def test_split_recorder_moves_an_earlier_recording_aside_and_deletes_nothing(tmp_path):
+    """split_recorder -O NAME.bag: the files an earlier recording NAME left (and a NAME_<k>.bag
+    that only looks like one) go into NAME.replaced-<time>/, then rosbag record runs (--help)."""
+    import subprocess
+    earlier = ["pairs_0.bag", "pairs_1.bag", "pairs_7.bag.active", "pairs.bag"]
+    for name in earlier + ["other_0.bag"]:
+        (tmp_path / name).write_bytes(b"x")
+    done = subprocess.run(["rosrun", "panda_sim2real", "split_recorder", "-O",
+                           str(tmp_path / "pairs.bag"), "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "moved what an earlier recording" in done.stdout
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("pairs.replaced-")]
+    assert len(aside) == 1 and sorted(p.name for p in aside[0].iterdir()) == sorted(earlier)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["other_0.bag"]

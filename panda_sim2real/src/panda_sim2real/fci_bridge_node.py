@@ -121,6 +121,8 @@ class FciBridgeNode:
     def _reject(self, exc: Exception) -> None:
         """Counted and logged per reason; the robot holds (TrajectoryRejected) or is stopped."""
         self.last_rejection = str(exc)
+        if not hasattr(exc, "reason"):       # the robot refused it, or a value the bridge cannot use
+            exc = Rejected("robot" if isinstance(exc, RobotError) else "malformed", str(exc))
         self.guard.reject(COMMAND, exc)
 
     def _on_recover(self, _request) -> TriggerResponse:
@@ -147,7 +149,7 @@ class FciBridgeNode:
                 self.guard.publish(self.state_pub, self._robot_state(last, stamp=rospy.get_time()))
             return last
         if not sample.is_finite():
-            self.guard.reject("robot state", Rejected("non_finite", "NaN/Inf from the robot"),
+            self.guard.reject("robot_state_in", Rejected("non_finite", "NaN/Inf from the robot"),
                               action="dropped")
             return last
         if self.bridge.dropped:
@@ -158,7 +160,9 @@ class FciBridgeNode:
         if sample.robot_time >= self._next_joint:
             self._next_joint = max(self._next_joint + self.publish_period,
                                    sample.robot_time - self.publish_period / 2)
-            self.guard.publish(self.joint_pub, joint_state_msg(
+            # sample.is_finite() above is this message's publish-side check (no second scan of
+            # every 1 kHz message under the GIL the libfranka tick competes for)
+            self.joint_pub.publish(joint_state_msg(
                 JointMeasurement(sample.stamp, sample.q, sample.dq, sample.tau_j), self.names))
             self.latencies.append(time.perf_counter() - sample.tick_wall)
         if sample.robot_time >= self._next_state:

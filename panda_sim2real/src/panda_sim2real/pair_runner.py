@@ -5,7 +5,9 @@ stamp, marks it on ``/pairs/event``, and waits until both robots have reported p
 
 How far a robot has got is its latest *plausible* header stamp (:mod:`panda_sim2real.stamp_check`):
 a stamp ahead of the runner's receive clock (ROS time) by more than ``stamp_tolerance``, or
-behind one already taken, is flagged (throttled error, counted) and ignored. With a
+behind one already taken, is flagged (throttled error, counted) and ignored. The runner's own
+clock (ROS time) bounds the wait for a trajectory's end: a stream that has not reported it
+``stall_timeout`` s later stops the run with :class:`StreamStalled`. With a
 :class:`~panda_sim2real.recorder_watch.RecorderWatch` the run stops with
 :class:`~panda_sim2real.recorder_watch.RecorderLost` when the recorder dies. Counters and state
 go to ``/diagnostics`` once a second.
@@ -22,11 +24,12 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.errors import Rejected
-from sim2real_checks.guard import Guard
 from sim2real_checks.joint_state import JointStateLayout
 
 from panda_sim2real.bag_layout import COMMAND, EVENTS, JOINT_STATES, REAL_NS, SIM_NS, topic
+from panda_sim2real.errors import Sim2RealError
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import PairEvent
 from panda_sim2real.pairs import pair_event
@@ -38,12 +41,18 @@ from panda_sim2real.trajectory_generation import TrajectoryGenerator
 REPORT_PERIOD = 1.0   # s (wall) between /diagnostics messages
 
 
+class StreamStalled(Sim2RealError):
+    """A robot (or an extra stream) has not reported a trajectory's end ``stall_timeout`` s after
+    it, by the runner's own clock: it stopped publishing (a lost connection) or its stamps are
+    broken. What is recorded ends here."""
+
+
 class PairRunner:
     def __init__(self, generator: TrajectoryGenerator, limits: JointLimits, kinds: Sequence[str],
                  lead_time: float, settle_time: float = 2.0,
                  extra_streams: Sequence[str] = (), wait_for_recorder: bool = False,
                  recorder: Optional[RecorderWatch] = None,
-                 stamp_tolerance: float = 0.2) -> None:
+                 stamp_tolerance: float = 0.2, stall_timeout: float = 10.0) -> None:
         """``extra_streams``: further JointState topics (e.g. the residual publisher's
         /sim/joint_states_realistic) that must, like both robots, have published past a
         trajectory's end before the next one starts, and be up before the first.
@@ -51,7 +60,9 @@ class PairRunner:
         /pairs/event, so that a recorder starting late does not miss the first pair.
         ``recorder``: the recorder to wait for (subscribed to /pairs/event and both robots'
         joint states) and to watch while running. ``stamp_tolerance`` [s]: how far a stamp may
-        be ahead of the receive clock."""
+        be ahead of the receive clock. ``stall_timeout`` [s]: how long after a trajectory's end,
+        by the runner's own clock (ROS time), every stream must have reported it (else
+        :class:`StreamStalled`)."""
         self.wait_for_recorder = wait_for_recorder
         self.recorder = recorder
         self.generator = generator
@@ -59,6 +70,7 @@ class PairRunner:
         self.kinds = tuple(kinds)
         self.lead_time = lead_time
         self.settle_time = settle_time
+        self.stall_timeout = stall_timeout
         self.done = 0
         self.count = 0
         self.error: Optional[str] = None
@@ -66,7 +78,7 @@ class PairRunner:
         self._streams.update({name: name for name in extra_streams})
         self._checks = {key: StampCheck(stamp_tolerance) for key in self._streams}
         self._sim_position: Optional[np.ndarray] = None
-        self.guard = Guard(rospy.get_name(), log=rospy.logerr)
+        self.guard = node_guard()
         self._sim_layout = JointStateLayout(limits.joint_names, limits.bounds(measured=True))
         self._cond = threading.Condition()
         self._last_report = 0.0
@@ -100,15 +112,22 @@ class PairRunner:
                 "stamp", f"stamp {stamp:.3f} s is {how}; not taken as progress "
                          f"({check.jump_count} stamp jumps on this stream so far)"))
 
-    def _wait_until(self, stamp: float) -> bool:
+    def _wait_until(self, stamp: float, own_clock: bool = True) -> bool:
         """Block until both robots (and the extra streams) have published a plausible state
-        stamped at or after ``stamp``; RecorderLost when the watched recorder is gone."""
+        stamped at or after ``stamp``; RecorderLost when the watched recorder is gone;
+        StreamStalled when, with ``own_clock``, the runner's clock is ``stall_timeout`` past
+        ``stamp`` and a stream has not got there."""
         with self._cond:
             while not rospy.is_shutdown():
                 if self.recorder is not None and self.recorder.lost is not None:
                     raise RecorderLost(self.recorder.lost)
                 if all(check.past(stamp) for check in self._checks.values()):
                     return True
+                if own_clock and rospy.get_time() > stamp + self.stall_timeout:
+                    behind = [self._streams[k] for k, c in self._checks.items() if not c.past(stamp)]
+                    raise StreamStalled(f"{', '.join(behind)} did not report {stamp:.3f} s "
+                                        f"within {self.stall_timeout:g} s of it (runner's clock "
+                                        f"{rospy.get_time():.3f} s)")
                 self._cond.wait(0.1)
                 if time.monotonic() - self._last_report >= REPORT_PERIOD:
                     self.report()
@@ -148,12 +167,16 @@ class PairRunner:
                 self.recorder.stop()
 
     def _run(self, count: int) -> int:
-        if not self._wait_for_recorder() or not self._wait_until(0.0):
+        if not self._wait_for_recorder() or not self._wait_until(0.0, own_clock=False):
             return 0
         # let the robots settle at rest (and their subscribers connect to the command topics)
         if not self._wait_until(self._latest() + self.settle_time):
             return 0
-        start_q = self._sim_position.copy()
+        with self._cond:
+            if self._sim_position is None:
+                raise StreamStalled(f"no valid {self._streams[SIM_NS]} in {self.settle_time:g} s "
+                                    f"to start from (see the rejections logged)")
+            start_q = self._sim_position.copy()
         for trajectory_id in range(count):
             move = self.generator.next(start_q, self.kinds)
             start = self._latest() + self.lead_time
@@ -161,13 +184,13 @@ class PairRunner:
             msg = joint_trajectory_msg(planned, self.limits.joint_names)
             for publisher in self._commands.values():
                 self.guard.publish(publisher, msg)
-            self._events.publish(pair_event(trajectory_id, move.kind, PairEvent.START, start,
-                                            planned.duration))
+            self.guard.publish(self._events, pair_event(trajectory_id, move.kind, PairEvent.START,
+                                                        start, planned.duration))
             end = start + planned.duration
             if not self._wait_until(end):
                 return trajectory_id
-            self._events.publish(pair_event(trajectory_id, move.kind, PairEvent.END, end,
-                                            planned.duration))
+            self.guard.publish(self._events, pair_event(trajectory_id, move.kind, PairEvent.END,
+                                                        end, planned.duration))
             self.done = trajectory_id + 1
             start_q = planned.positions[-1]
             rospy.loginfo("pair_runner: trajectory %d/%d (%s, %.1f s) done", trajectory_id + 1,
@@ -208,4 +231,4 @@ class PairRunner:
                                   hardware_id="", values=values)
         array = DiagnosticArray(status=[status, self.guard.status()])
         array.header.stamp = rospy.Time.now()
-        self._diagnostics.publish(array)
+        self.guard.publish(self._diagnostics, array)

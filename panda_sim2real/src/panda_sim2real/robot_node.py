@@ -29,6 +29,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.errors import Rejected
 from sim2real_checks.joint_state import JointStateSpec, check_joint_state
 
 from panda_sim2real.errors import Sim2RealError, TrajectoryRejected
@@ -114,8 +115,8 @@ class RobotNode:
             with self._lock:
                 if not self._closed:
                     self.robot.set_state(*target)
-        except ValueError as exc:
-            self.guard.reject(SET_JOINT_STATE, exc)
+        except ValueError as exc:              # the robot's own limits (with their tolerance)
+            self.guard.reject(SET_JOINT_STATE, Rejected("bounds", str(exc)))
 
     def _advance(self, until: float) -> None:
         """Step the physics to ``until``, publishing the joint state whenever it is due."""

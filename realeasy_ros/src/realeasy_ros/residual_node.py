@@ -34,7 +34,10 @@ from realeasy_ros.model import REALTIME
 from realeasy_ros.model_file import load_model
 from realeasy_ros.residual_stream import InvalidJointState, LatencyStats, ResidualStream
 from sim2real_checks.diagnostics import node_guard
+from sim2real_checks.errors import Rejected
+from sim2real_checks.stamps import check_not_ahead
 
+MAX_STAMP_AHEAD = 10.0   # s a joint state may be stamped ahead of the node's clock
 INPUT = "joint_states"
 REALISTIC = "joint_states_realistic"
 RESIDUAL = "residual"
@@ -85,6 +88,11 @@ class ResidualPublisherNode:
     def _on_state(self, msg: JointState) -> None:
         received = time.perf_counter()
         stamp = msg.header.stamp.to_sec()
+        try:    # a far-future stamp would make every following state look earlier: a reset
+            check_not_ahead(stamp, rospy.get_time(), MAX_STAMP_AHEAD, "joint state")
+        except Rejected as exc:
+            self.guard.reject(self._input_topic, exc)
+            return
         with self._lock:
             try:
                 self.stream.process(stamp, msg.name, msg.position, msg.velocity, msg.effort)

@@ -24,7 +24,7 @@ class GuardDiagnostics:
     def _publish(self, _event: rospy.timer.TimerEvent) -> None:
         msg = DiagnosticArray(status=[self.guard.status()])
         msg.header.stamp = rospy.Time.now()
-        self._publisher.publish(msg)
+        self.guard.publish(self._publisher, msg)     # quiet when it races the shutdown
 
     def shutdown(self) -> None:
         self._timer.shutdown()

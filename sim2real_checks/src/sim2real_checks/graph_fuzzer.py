@@ -57,6 +57,7 @@ class Report:
     non_finite: dict = field(default_factory=dict)      # output topic -> count
     outputs: dict = field(default_factory=dict)         # output topic -> messages seen
     log_bursts: list = field(default_factory=list)      # (node, reason, gap s)
+    unreached: list = field(default_factory=list)       # topics no node under test took
     error_lines: dict = field(default_factory=dict)     # node -> lines at WARN or above
     expectations: dict = field(default_factory=dict)    # topic -> "ok" or what went wrong
 
@@ -149,7 +150,10 @@ class GraphFuzzer:
             fill_message_args(base, [good])
         cases = hostile_cases(base)
         publisher = rospy.Publisher(topic_name, cls, queue_size=self.burst + 10)
-        self._wait_connected(publisher)
+        if not self._wait_connected(publisher):
+            self.report.unreached.append(topic_name)
+            publisher.unregister()
+            return
         period = 1.0 / self.rate
         sent = 0
         for case in cases:
@@ -234,10 +238,11 @@ class GraphFuzzer:
             return None
 
     @staticmethod
-    def _wait_connected(publisher: rospy.Publisher, timeout: float = 5.0) -> None:
+    def _wait_connected(publisher: rospy.Publisher, timeout: float = 5.0) -> bool:
         deadline = time.monotonic() + timeout
         while publisher.get_num_connections() == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
+        return publisher.get_num_connections() > 0
 
 
 def _stamped_now(msg: Any) -> Any:

@@ -98,15 +98,15 @@ class JointStateLayout:
         self.dof = len(self.joint_names)
         self.bounds = bounds
         self.allow_extra = allow_extra
-        self._cached_names: Optional[tuple[str, ...]] = None
-        self._order: Optional[list[int]] = None
+        self._cached: tuple[Optional[tuple[str, ...]], Optional[list[int]]] = (None, None)
 
     def _order_for(self, names: Sequence[str]) -> Optional[list[int]]:
         """Index of each model joint in ``names`` (distinct); None when ``names`` is the model's
         order."""
         names = tuple(names)
-        if names == self._cached_names:
-            return self._order
+        cached_names, cached_order = self._cached     # one tuple: safe across callback threads
+        if names == cached_names:
+            return cached_order
         index = {n: i for i, n in enumerate(names)}
         missing = [n for n in self.joint_names if n not in index]
         if missing:
@@ -117,9 +117,9 @@ class JointStateLayout:
             raise InvalidJointState(f"unknown joint(s) {', '.join(unknown)}; expected "
                                     f"{list(self.joint_names)}", UNKNOWN_JOINT)
         order = [index[n] for n in self.joint_names]
-        self._cached_names = names
-        self._order = None if order == list(range(self.dof)) and len(names) == self.dof else order
-        return self._order
+        mapped = None if order == list(range(self.dof)) and len(names) == self.dof else order
+        self._cached = (names, mapped)
+        return mapped
 
     def arrays(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
                effort: Sequence[float], require_velocity: bool = True, require_effort: bool = True,

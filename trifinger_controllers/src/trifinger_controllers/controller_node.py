@@ -272,6 +272,12 @@ class ControllerNode:
             self._log_error("compute", f"{self.node}: {self.name} failed at step {step} "
                                        f"({type(exc).__name__}: {exc}); commanding zero torque")
             torque = np.zeros(N_JOINTS)
+        if not np.all(np.isfinite(torque)):     # never held: the guard would withhold it forever
+            with self._cond:
+                self.stats.errors += 1
+            self._log_error("compute", f"{self.node}: {self.name} returned NaN/Inf at step {step}; "
+                                       f"commanding zero torque")
+            torque = np.zeros(N_JOINTS)
         self._last_compute = step
         self._held = torque
         return True

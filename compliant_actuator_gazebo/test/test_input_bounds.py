@@ -45,7 +45,7 @@ def test_the_arms_bounds_come_from_its_urdf_limits_and_actuator_models():
 
 
 def test_awas_pivot_kinematic_motors_and_continuous_joints():
-    urdf = f"""<robot name="r">
+    urdf = """<robot name="r">
       <link name="base"/><link name="l1"/><link name="l2"/>
       <joint name="j1" type="continuous"><parent link="base"/><child link="l1"/></joint>
       <joint name="j2" type="revolute"><parent link="base"/><child link="l2"/>

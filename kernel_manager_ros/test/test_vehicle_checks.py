@@ -14,7 +14,7 @@ from sim2real_checks.fuzz import hostile_cases
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.msg import VehicleCommand, VehicleState
+from kernel_manager_ros.msg import VehicleCommand
 from kernel_manager_ros.state_spec import Channel, StateSpec
 from kernel_manager_ros.vehicle_checks import (
     FUTURE_STAMP_LIMIT, VehicleBounds, check_command, check_sensor, check_set_state)

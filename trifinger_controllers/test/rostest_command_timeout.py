@@ -31,6 +31,7 @@ from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.sim_node import DEFAULT_POSITION_KD, DEFAULT_POSITION_KP
 from trifinger_controllers.types import TORQUE_LIMIT
+from ros_wait import wait_for  # the helper beside this script
 
 NS = "/trifinger"
 SIM = f"{NS}/trifinger_sim"
@@ -41,15 +42,6 @@ HOLD_STEPS = 500                    # steps of the hold law checked
 KP, KD = np.tile(DEFAULT_POSITION_KP, 3), np.tile(DEFAULT_POSITION_KD, 3)
 # trifinger_simulation's TriFinger Pro: applied = clip(clip(tau) - safety_kd * velocity)
 MOTOR_TORQUE, SAFETY_KD = 0.396, np.array([0.08, 0.08, 0.04] * 3)
-
-
-def wait_for(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline or rospy.is_shutdown():
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def applied(desired, velocity):

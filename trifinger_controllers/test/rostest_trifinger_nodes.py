@@ -36,6 +36,7 @@ from std_msgs.msg import String
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose, RobotState
+from ros_wait import wait_for  # the helper beside this script
 
 NS = "/trifinger"
 PROBE = "/probe"           # namespace of a controller fed by the test itself
@@ -45,15 +46,6 @@ LOCK_STEP_SECONDS = 0.6    # simulated s of each lock-step run
 LOCK_STEP_SEED = 5
 SHUTDOWN_LIMIT = 10.0      # wall s from SIGINT to exit (roslaunch escalates to SIGTERM at 15 s)
 GUARD = "input and output checks"   # name suffix of a node's sim2real_checks status
-
-
-def wait_for(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline or rospy.is_shutdown():
-            return False
-        time.sleep(0.02)
-    return True
 
 
 class Node:

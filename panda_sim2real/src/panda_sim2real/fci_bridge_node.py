@@ -102,8 +102,7 @@ class FciBridgeNode:
         rospy.spin()
 
     def close(self) -> None:
-        if hasattr(self, "_diagnostics"):
-            self._diagnostics.shutdown()
+        self._diagnostics.shutdown()
         self.bridge.close()
 
     def _on_command(self, msg: JointTrajectory) -> None:

@@ -249,11 +249,11 @@ def _stamped_now(msg: Any) -> Any:
     """``msg`` with a zero header stamp set to now, as a publisher stamps its messages (so that
     a stamp check does not hide the other cases; the far-future case keeps its stamp)."""
     header = getattr(msg, "header", None)
-    if header is not None and hasattr(header, "stamp") and header.stamp.is_zero():
-        header.stamp = rospy.Time.now()
-        msg = copy.copy(msg)
-        msg.header = copy.deepcopy(header)
-        header.stamp = rospy.Time()
+    if header is None or not hasattr(header, "stamp") or not header.stamp.is_zero():
+        return msg
+    msg = copy.copy(msg)
+    msg.header = copy.copy(header)
+    msg.header.stamp = rospy.Time.now()
     return msg
 
 

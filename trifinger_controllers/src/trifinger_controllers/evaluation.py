@@ -13,6 +13,9 @@ Metrics, all from the simulator's ground-truth cube pose:
   (the paper's R) — over our shorter episodes, so smaller in magnitude than a 2 min RRC run;
 * ``position_error_cm``, ``orientation_error_deg``: final errors (orientation for every level,
   meaningful for level 4);
+* ``tracked_position_error_cm``, ``tracked_orientation_error_deg``: the same final errors as the
+  object tracker sees them (its last report; on the robot there is no ground truth and the RRC
+  scored the tracker's pose);
 * ``drop`` (Table II: "the cube is dropped"): the cube was lifted — its centre rose
   :data:`LIFT_HEIGHT` above its resting height — and afterwards it touched the floor again
   (lowest corner within :data:`FLOOR_TOLERANCE`) while fewer than two fingertips were within
@@ -27,6 +30,10 @@ over all trials (``std`` with ddof=0); ``drop_rate`` is the fraction of trials w
 ``compute_us`` is the controller's ``compute`` wall time per call [us] (mean, 99th percentile)
 over all trials (per trial: ``compute_us_mean``/``compute_us_p99``; ``reset_seconds`` is the
 controller's ``reset``, e.g. MP's planning).
+
+What the controller sees: the platform's tracker reports (:mod:`perception`) through the shared
+cube pose filter (:class:`pose_filter.ObservationFilter`), as the ROS controller nodes do. The
+record keeps the tracker's and the filter's counts and the trial's physics sample.
 
 Episode length: :data:`DEFAULT_SECONDS` = 30 s of simulated time instead of the RRC's 120 s. The
 structured policies grasp and reach the goal within 10-20 s and then hold, so the final-pose
@@ -51,7 +58,10 @@ import numpy as np
 from trifinger_controllers import cube, task
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.perception import PerceptionConfig
+from trifinger_controllers.physics import PhysicsRandomisation
 from trifinger_controllers.platform import SimulatedPlatform
+from trifinger_controllers.pose_filter import ObservationFilter, PoseFilterConfig
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose
 
 LOG = logging.getLogger(__name__)
@@ -66,7 +76,8 @@ HOLD_DISTANCE = 0.015
 #: Zero-torque time [s] after a controller exception before the episode ends.
 SETTLE_SECONDS = 1.0
 #: Metrics summarised by :func:`evaluate`.
-METRICS = ("reward", "cumulative_reward", "position_error_cm", "orientation_error_deg")
+METRICS = ("reward", "cumulative_reward", "position_error_cm", "orientation_error_deg",
+           "tracked_position_error_cm", "tracked_orientation_error_deg")
 
 ProgressCallback = Callable[[int], None]
 
@@ -95,6 +106,11 @@ class EpisodeRecord:
     compute_calls: int
     compute_us_mean: float
     compute_us_p99: float
+    tracked_position_error_cm: float = float("nan")
+    tracked_orientation_error_deg: float = float("nan")
+    tracker: Dict[str, int] = field(default_factory=dict)
+    pose_filter: Dict[str, int] = field(default_factory=dict)
+    physics: Dict[str, float] = field(default_factory=dict)
     error: Optional[str] = None
     compute_us: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
@@ -146,8 +162,10 @@ def run_episode(
     seconds: float = DEFAULT_SECONDS,
     progress: Optional[ProgressCallback] = None,
     kinematics: Optional[FingerKinematics] = None,
+    pose_filter: Optional[PoseFilterConfig] = None,
 ) -> EpisodeRecord:
-    """Run ``controller`` for ``seconds`` of simulated time from ``initial`` towards ``goal``.
+    """Run ``controller`` for ``seconds`` of simulated time from ``initial`` towards ``goal``;
+    the controller sees the cube through :class:`ObservationFilter` (``pose_filter`` tunes it).
 
     ``progress`` (e.g. a tqdm bar's ``update``) is called with the number of steps done since
     its last call, every simulated second."""
@@ -160,7 +178,8 @@ def run_episode(
     period = control_period(controller)
     wall_start = time.perf_counter()
 
-    obs = platform.reset(initial, goal)
+    estimator = ObservationFilter(pose_filter)
+    obs = estimator(platform.reset(initial, goal))
     reset_start = time.perf_counter()
     error: Optional[str] = None
     try:
@@ -187,7 +206,7 @@ def run_episode(
                 torque = np.zeros(N_JOINTS)
                 stop_at = min(total_steps, steps + int(SETTLE_SECONDS * PHYSICS_RATE))
             durations.append((time.perf_counter_ns() - start) / 1e3)
-        obs = platform.step(torque)
+        obs = estimator(platform.step(torque))
         truth = platform.true_cube_pose()
         positions[steps] = truth.position
         orientations[steps] = truth.orientation
@@ -202,6 +221,7 @@ def run_episode(
         progress(total_steps - steps)
 
     final = platform.true_cube_pose()
+    tracked = platform.camera_cube_pose()   # a miss repeats the last detection
     step_rewards = task.rewards(level, goal, positions[:steps], orientations[:steps])
     compute_us = np.asarray(durations)
     return EpisodeRecord(
@@ -220,6 +240,11 @@ def run_episode(
         compute_calls=int(compute_us.size),
         compute_us_mean=float(compute_us.mean()) if compute_us.size else float("nan"),
         compute_us_p99=float(np.percentile(compute_us, 99)) if compute_us.size else float("nan"),
+        tracked_position_error_cm=100.0 * task.position_error(goal, tracked),
+        tracked_orientation_error_deg=float(np.rad2deg(task.orientation_error(goal, tracked))),
+        tracker=asdict(platform.tracker.counts),
+        pose_filter=asdict(estimator.filter.counts),
+        physics=platform.physics_sample.to_dict(),
         error=error,
         compute_us=compute_us,
     )
@@ -289,13 +314,19 @@ def evaluate(
     progress: bool = True,
     goal: Optional[CubePose] = None,
     description: str = "",
+    perception: Optional[PerceptionConfig] = None,
+    physics: Optional[PhysicsRandomisation] = None,
 ) -> Dict[str, object]:
     """Evaluate a fresh controller from ``controller_factory()`` on ``trials`` seeded episodes;
     returns the JSON-ready result (keys ``trials``, ``mean``, ``std``, ``drop_rate``, ...,
-    ``label`` "simulation")."""
+    ``label`` "simulation"). ``perception`` defaults to the tracker model
+    (``config/perception.yaml``), ``physics`` to the randomisation of
+    ``config/physics_randomisation.yaml``, both seeded by the trial."""
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
     specs = episode_specs(level, trials, seed, orientation_error_deg, goal)
+    perception = perception if perception is not None else PerceptionConfig.from_yaml()
+    physics = physics if physics is not None else PhysicsRandomisation.from_yaml()
     kinematics = FingerKinematics()
     bar = None
     if progress:
@@ -308,7 +339,7 @@ def evaluate(
         for trial_goal, initial, platform_seed in specs:
             controller = controller_factory()
             name = controller.name
-            platform = SimulatedPlatform(seed=platform_seed)
+            platform = SimulatedPlatform(seed=platform_seed, perception=perception, physics=physics)
             try:
                 records.append(run_episode(platform, controller, level, trial_goal, initial, seconds,
                                            bar.update if bar is not None else None, kinematics))
@@ -327,6 +358,8 @@ def evaluate(
         "seed": seed,
         "seconds": seconds,
         "orientation_error_deg": orientation_error_deg,
+        "perception": perception.to_dict(),
+        "physics": physics.to_dict(),
         "trials": [dict(trial=i, **r.to_dict()) for i, r in enumerate(records)],
     }
     result.update(summarise(records))

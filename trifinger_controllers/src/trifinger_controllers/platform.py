@@ -10,9 +10,16 @@ observation's robot state is the state at that time (the torque of step ``k`` ac
 ``[k, k+1)`` ms). The cube pose is trifinger_simulation's camera observation: an image every
 100 ms (10 Hz) delivered ``camera_delay_steps`` (+1) ms later (90 ms by default, the value the
 simulator models from the real robot), so its age is in (90, 190] ms; its ``stamp`` is the time
-the image was taken. :meth:`true_cube_pose` is the ground truth, for evaluation only.
+the image was taken. Each image then goes through the object tracker model
+(:class:`perception.TrackerModel`: noise, missed detections, wrong-face flips, confidence; on by
+default, ``PerceptionConfig.ideal()`` gives the perfect camera). :meth:`true_cube_pose` is the
+ground truth, for evaluation only.
 
-The simulation is deterministic: the same initial pose, goal and torques give bit-identical
+Physics randomisation (:mod:`trifinger_controllers.physics`): the cube's mass and friction and the table's friction
+are drawn from the trial's seed when given a :class:`physics.PhysicsRandomisation` (default
+nominal).
+
+The simulation is deterministic: the same seed, initial pose, goal and torques give bit-identical
 observations (the platform is rebuilt by :meth:`reset`, ~0.08 s).
 """
 from __future__ import annotations
@@ -25,6 +32,8 @@ from trifinger_simulation.tasks import move_cube
 from trifinger_simulation.trifinger_platform import TriFingerPlatform
 
 from trifinger_controllers.kinematics import INITIAL_POSITION
+from trifinger_controllers.perception import PerceptionConfig, TrackerModel
+from trifinger_controllers.physics import PhysicsRandomisation, apply_physics
 from trifinger_controllers.types import (
     N_JOINTS,
     PHYSICS_RATE,
@@ -59,11 +68,13 @@ class SimulatedPlatform:
     time.
 
     Args:
-        seed: recorded with the episode; PyBullet itself is deterministic and nothing in the
-            platform is random today (kept so that randomised variants can be seeded).
+        seed: seeds the tracker model and the physics randomisation (PyBullet itself is
+            deterministic).
         camera_delay_steps: delay [ms] of the cube pose observations.
         initial_robot_position: joint positions (9,) the fingers start at (default: the
             platform's [0, 0.9, -1.7] per finger).
+        perception: the tracker model (default: ``config/perception.yaml``).
+        physics: the physics randomisation (default: nominal).
     """
 
     def __init__(
@@ -71,6 +82,8 @@ class SimulatedPlatform:
         seed: int = 0,
         camera_delay_steps: int = DEFAULT_CAMERA_DELAY_STEPS,
         initial_robot_position: Optional[np.ndarray] = None,
+        perception: Optional[PerceptionConfig] = None,
+        physics: Optional[PhysicsRandomisation] = None,
     ) -> None:
         if camera_delay_steps < 0:
             raise ValueError(f"camera_delay_steps must be >= 0, got {camera_delay_steps}")
@@ -81,6 +94,11 @@ class SimulatedPlatform:
         ).copy()
         if self.initial_robot_position.shape != (N_JOINTS,):
             raise ValueError("initial_robot_position must have shape (9,)")
+        self.perception = perception if perception is not None else PerceptionConfig.from_yaml()
+        self.physics = physics if physics is not None else PhysicsRandomisation.nominal()
+        self.physics_sample = self.physics.sample(self.seed)
+        self.tracker = TrackerModel(self.perception, self.seed)
+        self._report: Optional[CubePose] = None
         self._platform: Optional[TriFingerPlatform] = None
         self._goal: Optional[CubePose] = None
         self._steps = 0
@@ -99,6 +117,10 @@ class SimulatedPlatform:
             ),
             camera_delay_steps=self.camera_delay_steps,
         )
+        if not self.physics.is_nominal:
+            apply_physics(self._platform, self.physics_sample)
+        self.tracker = TrackerModel(self.perception, self.seed)
+        self._report = None
         self._goal = CubePose(np.asarray(goal.position, float).copy(),
                               np.asarray(goal.orientation, float).copy())
         self._steps = 0
@@ -168,16 +190,18 @@ class SimulatedPlatform:
         )
 
     def camera_cube_pose(self) -> CubePose:
-        """The cube pose the cameras last delivered (10 Hz, delayed), stamped with the time the
-        image was taken."""
+        """The tracker's report of the last image the cameras delivered (10 Hz, delayed),
+        stamped with the time the image was taken (each image goes through the tracker model
+        once, in order)."""
         platform = self._require()
         camera = platform.get_camera_observation(max(self._steps - 1, 0))
         stamp = camera.cameras[0].timestamp
-        return CubePose(
-            np.array(camera.object_pose.position, dtype=float),
-            np.array(camera.object_pose.orientation, dtype=float),
-            float(stamp) if stamp is not None else 0.0,
-        )
+        stamp = float(stamp) if stamp is not None else 0.0
+        if self._report is None or stamp != self._report.stamp:
+            truth = CubePose(np.array(camera.object_pose.position, dtype=float),
+                             np.array(camera.object_pose.orientation, dtype=float), stamp)
+            self._report = self.tracker.observe(truth)
+        return self._report
 
     def observation(self) -> Observation:
         """What a controller sees now: robot state, camera cube pose, goal."""

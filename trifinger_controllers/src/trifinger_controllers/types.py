@@ -28,11 +28,14 @@ PHYSICS_RATE = 1000.0         # Hz
 class CubePose:
     """Pose of the cube's centre in the world frame; ``orientation`` is a unit quaternion in
     (x, y, z, w) order as in trifinger_simulation and geometry_msgs; ``stamp`` [s] is the
-    simulated time the pose refers to (for camera observations: when the image was taken)."""
+    simulated time the pose refers to (for camera observations: when the image was taken);
+    ``confidence`` is the object tracker's, in [0, 1] as on the robot (0: the object was not
+    detected in this image and the previous pose is repeated; 1 for ground truth)."""
 
     position: np.ndarray      # (3,)
     orientation: np.ndarray   # (4,) x, y, z, w
     stamp: float = 0.0
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True)

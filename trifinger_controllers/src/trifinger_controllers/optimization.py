@@ -272,13 +272,17 @@ class ControllerObjective:
     """``f(theta)``: the mean over ``episodes`` simulated episodes (all of them, drops included)
     of ``metric`` (paper's R: ``cumulative_reward``, the RRC episode score; or ``reward`` of the
     final pose) for controller ``controller`` with ``grasp`` and parameters ``theta``. Every call
-    uses the same goals and initial poses (from ``seed``: common random numbers). The summary of
-    each call (mean/std/drop rate of :func:`evaluation.evaluate`) is appended to
+    uses the same goals and initial poses (from ``seed``: common random numbers), the same
+    tracker noise and physics samples (``options``: default tracker model and randomised
+    physics). Drops are penalised: ``drop_penalty`` (in units of the metric) per dropped episode
+    is subtracted from the mean, so that a candidate does not buy reward with drops. The summary
+    of each call (mean/std/drop rate of :func:`evaluation.evaluate`) is appended to
     :attr:`summaries`."""
 
     def __init__(self, controller: str, grasp: Optional[str], level: int, episodes: int, seed: int,
                  seconds: float, metric: str = "cumulative_reward",
-                 orientation_error_deg: Optional[float] = None) -> None:
+                 orientation_error_deg: Optional[float] = None, options=None,
+                 drop_penalty: float = 0.0) -> None:
         from trifinger_controllers.controllers import default_grasp, default_parameters
         from trifinger_controllers.evaluation import episode_specs
 
@@ -298,6 +302,13 @@ class ControllerObjective:
         self.seconds = seconds
         self.metric = metric
         self.orientation_error_deg = orientation_error_deg
+        if not (np.isfinite(drop_penalty) and drop_penalty >= 0):
+            raise ValueError(f"drop_penalty must be >= 0, got {drop_penalty}")
+        self.drop_penalty = float(drop_penalty)
+        if options is None:
+            from trifinger_controllers.sim_options import SimOptions
+            options = SimOptions.named()
+        self.options = options
         self.summaries: List[Dict[str, object]] = []
         self._kinematics = None
 
@@ -314,15 +325,17 @@ class ControllerObjective:
                                    level=self.level)
 
         result = evaluate(factory, self.level, self.episodes, self.seed, self.seconds,
-                          self.orientation_error_deg, progress=False)
+                          self.orientation_error_deg, progress=False,
+                          perception=self.options.perception, physics=self.options.physics)
         self.summaries.append({k: result[k] for k in ("mean", "std", "mean_all", "std_all",
                                                       "drop_rate", "errors", "wall_seconds")})
-        return float(result["mean_all"][self.metric])
+        return float(result["mean_all"][self.metric]) - self.drop_penalty * float(result["drop_rate"])
 
 
 def controller_objective(controller: str, grasp: Optional[str], level: int, episodes: int,
                          seed: int, seconds: float, metric: str = "cumulative_reward",
-                         orientation_error_deg: Optional[float] = None) -> ControllerObjective:
+                         orientation_error_deg: Optional[float] = None, options=None,
+                         drop_penalty: float = 0.0) -> ControllerObjective:
     """The BO objective of a registry controller (:class:`ControllerObjective`)."""
     return ControllerObjective(controller, grasp, level, episodes, seed, seconds, metric,
-                               orientation_error_deg)
+                               orientation_error_deg, options, drop_penalty)

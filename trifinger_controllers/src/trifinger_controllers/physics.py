@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Dict, Tuple, Union
 
 import numpy as np
-import pybullet
 import yaml
 
 from trifinger_controllers.perception import CONFIG_DIR
@@ -102,6 +101,8 @@ def apply_physics(platform, sample: PhysicsSample) -> None:
     """Set ``sample`` on a trifinger_simulation ``TriFingerPlatform`` (cube mass and lateral
     friction, the table's lateral friction; PyBullet multiplies the two bodies' frictions at a
     contact)."""
+    import pybullet  # here, not at import: the tools parse their flags before PyBullet's banner
+
     client = platform.simfinger._pybullet_client_id
     cube_id = _body(platform.cube)
     mass, friction = pybullet.getDynamicsInfo(cube_id, -1, physicsClientId=client)[:2]

@@ -105,9 +105,13 @@ class SimulatedPlatform:
         self._applied_torque = np.zeros(N_JOINTS)
 
     # ----------------------------------------------------------------------------- lifecycle
-    def reset(self, initial: CubePose, goal: CubePose) -> Observation:
+    def reset(self, initial: CubePose, goal: CubePose, seed: Optional[int] = None) -> Observation:
         """Rebuild the simulation with the cube at ``initial`` and the fingers at their initial
-        position, at rest; returns the first observation (time 0)."""
+        position, at rest; returns the first observation (time 0). A new ``seed`` draws new
+        physics and tracker noise (the same seed: the same ones)."""
+        if seed is not None:
+            self.seed = int(seed)
+            self.physics_sample = self.physics.sample(self.seed)
         self.close()
         self._platform = UnloggedTriFingerPlatform(
             visualization=False,

@@ -70,6 +70,8 @@ from trifinger_controllers import cube, evaluation, task
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.platform import SimulatedPlatform
+from trifinger_controllers.pose_filter import ObservationFilter
+from trifinger_controllers.sim_options import SimOptions
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, TORQUE_LIMIT, Observation
 
 LOG = logging.getLogger(__name__)
@@ -431,7 +433,7 @@ class ResidualEnv(gym.Env):
 
     def __init__(self, make_base: ControllerFactory, level: int = 3, episode_seconds: float = 10.0,
                  weights: RewardWeights = RewardWeights(), kinematics: Optional[FingerKinematics] = None,
-                 max_reset_attempts: int = 5) -> None:
+                 max_reset_attempts: int = 5, options: Optional[SimOptions] = None) -> None:
         super().__init__()
         self.level = task.check_level(level)
         if not episode_seconds > 0:
@@ -443,7 +445,9 @@ class ResidualEnv(gym.Env):
         self.max_reset_attempts = int(max_reset_attempts)
         self.observation_space = observation_space()
         self.action_space = action_space()
-        self.platform = SimulatedPlatform()
+        self.options = options or SimOptions.named()
+        self.platform = SimulatedPlatform(perception=self.options.perception, physics=self.options.physics)
+        self.estimator = ObservationFilter()   # what the base controller and the policy see
         self.base: Optional[Controller] = self.make_base()
         self.period = evaluation.control_period(self.base)
         self.total_steps = int(round(self.episode_seconds * PHYSICS_RATE))
@@ -461,7 +465,8 @@ class ResidualEnv(gym.Env):
         last: Optional[Exception] = None
         for _ in range(self.max_reset_attempts):
             goal, initial = task.sample_episode(self.level, self.np_random)
-            obs = self.platform.reset(initial, goal)
+            self.estimator.reset()
+            obs = self.estimator(self.platform.reset(initial, goal, seed=int(self.np_random.integers(2 ** 31))))
             self.base = self.make_base()
             try:
                 self.base.reset(obs)
@@ -484,7 +489,7 @@ class ResidualEnv(gym.Env):
         dropped_before = self.detector.dropped
         obs = self.observation
         for _ in range(self.period):
-            obs = self.platform.step(torque)
+            obs = self.estimator(self.platform.step(torque))
             self.detector.update(self.platform.true_cube_pose(), obs.robot.position)
         self.observation = obs
         truth = self.platform.true_cube_pose()
@@ -580,7 +585,7 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
           episode_seconds: float = 10.0, eval_every: int = 10_000, eval_trials: int = 3,
           eval_seconds: float = 15.0, eval_seed: int = 1000, config: SACConfig = SACConfig(),
           weights: RewardWeights = RewardWeights(), progress: bool = True,
-          params=None) -> TrainingResult:
+          params=None, options: Optional[SimOptions] = None) -> TrainingResult:
     """Train a residual policy for ``controller`` (+ ``grasp``, default its pairing) on ``level``
     for ``steps`` RL steps, evaluating the deterministic combined controller every ``eval_every``
     steps (and at 0 and at the end) on ``eval_trials`` episodes of seed ``eval_seed``; saves the
@@ -593,7 +598,8 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
     grasp = grasp or default_grasp(controller)
     kin = FingerKinematics()
     make_base = lambda: make_controller(controller, grasp, params, kin, level=level)  # noqa: E731
-    env = ResidualEnv(make_base, level, episode_seconds, weights, kin)
+    options = options or SimOptions.named()
+    env = ResidualEnv(make_base, level, episode_seconds, weights, kin, options=options)
     model = make_sac(env, seed, config)
     rate = float(env.base.rate_hz)
     run_config = dict(controller=controller, grasp=grasp, level=level, steps=steps, seed=seed,
@@ -601,7 +607,7 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
                       physics_steps_per_rl_step=env.period, eval_every=eval_every,
                       eval_trials=eval_trials, eval_seconds=eval_seconds, eval_seed=eval_seed,
                       sac=asdict(config), reward_weights=asdict(weights), residual_scale=RESIDUAL_SCALE,
-                      base_source_sha256=_source_digest(type(env.base)),
+                      base_source_sha256=_source_digest(type(env.base)), **options.describe(),
                       params=params.to_dict() if params is not None else None)
     result = TrainingResult(config=run_config)
     policy = ResidualPolicy(model.actor, policy_metadata(controller, grasp, level, rate))
@@ -615,7 +621,8 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
     def run_eval(step: int) -> None:
         t0 = time.perf_counter()
         res = evaluation.evaluate(lambda: ResidualController(make_base(), policy, kin), level,
-                                  eval_trials, eval_seed, eval_seconds, progress=False)
+                                  eval_trials, eval_seed, eval_seconds, progress=False,
+                                  perception=options.perception, physics=options.physics)
         eval_wall[0] += time.perf_counter() - t0
         point = dict(step=step, wall_seconds=time.perf_counter() - start, **_eval_summary(res))
         result.learning_curve.append(point)

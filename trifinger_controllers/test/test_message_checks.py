@@ -1,6 +1,7 @@
 """message_checks: every rejection of a received message with its reason code and one-line text,
 the bounds (torque refused beyond 100 x the limit, clipped below; targets 0.2 rad beyond the
-range; measured states within the widened limits) and the stamp check (no ROS master)."""
+range; measured states within the widened limits), the tracker's confidence of an object pose and
+the stamp check (no ROS master)."""
 import math
 
 import genpy
@@ -12,6 +13,7 @@ from sim2real_checks.errors import Rejected
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
+from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.types import (JOINT_LOWER, JOINT_UPPER, TORQUE_LIMIT, VELOCITY_LIMIT,
                                          CubePose, RobotState)
 
@@ -145,6 +147,34 @@ def pose(position=(0.0, 0.0, 0.0325), orientation=(0.0, 0.0, 0.0, 1.0), frame="w
 ])
 def test_bad_poses_are_refused_with_their_reason(msg, reason):
     assert rejection(mc.cube_pose_from_msg, msg).reason == reason
+
+
+def object_pose(confidence, **pose_fields):
+    base = pose(**pose_fields)
+    return ObjectPose(header=base.header, pose=base.pose, confidence=confidence)
+
+
+@pytest.mark.parametrize("msg, reason, text", [
+    (object_pose(1.5), "confidence", "confidence 1.5 outside [0, 1]"),
+    (object_pose(-1e-9), "confidence", "outside [0, 1]"),
+    (object_pose(1e308), "confidence", "outside [0, 1]"),
+    (object_pose(math.nan), "non_finite", "NaN/Inf in confidence"),
+    (object_pose(-math.inf), "non_finite", "NaN/Inf in confidence"),
+    # the pose checks come first and apply as to a PoseStamped
+    (object_pose(0.9, orientation=(0.0, 0.0, 0.0, 0.5)), "quaternion", "orientation norm"),
+    (object_pose(math.nan, position=(0.0, 1e6, 0.0)), "bounds", "farther than"),
+    (object_pose(0.9, frame="camera60"), "frame", "camera60"),
+])
+def test_bad_object_poses_are_refused_with_their_reason(msg, reason, text):
+    error = rejection(mc.object_pose_from_msg, msg)
+    assert error.reason == reason
+    assert text in str(error)
+
+
+@pytest.mark.parametrize("confidence", [0.0, 0.5, 1.0])
+def test_object_pose_confidences_in_the_unit_interval_pass(confidence):
+    # 0 is a missed detection (the previous pose repeated), passed on for the filter to skip
+    assert mc.object_pose_from_msg(object_pose(confidence)).confidence == confidence
 
 
 def test_poses_in_the_object_box_pass_and_near_unit_quaternions_are_normalised():

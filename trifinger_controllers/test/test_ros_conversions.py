@@ -1,5 +1,6 @@
 """ros_conversions: topic names, stamps, the lock-step tag and message round trips through the
-checks of message_checks (no ROS master); the rejections are in test_message_checks."""
+checks of message_checks (no ROS master; the ObjectPose message needs the built workspace); the
+rejections are in test_message_checks."""
 import math
 
 import numpy as np
@@ -138,3 +139,24 @@ def test_unit_quaternions_are_kept_bit_for_bit():
     back = mc.cube_pose_from_msg(msg)
     np.testing.assert_array_equal(back.orientation, q)
     assert back.stamp == 0.09
+
+
+def test_object_pose_round_trip_keeps_the_confidence_and_the_bits():
+    q = np.array([0.1, -0.2, 0.3, 0.9])
+    q = q / np.linalg.norm(q)
+    for confidence in (0.0, 0.73, 1.0):     # 0: a missed detection, the previous pose repeated
+        report = CubePose(np.array([0.01, -0.02, 0.0325]), q, 2.09, confidence)
+        msg = rc.object_pose_msg(report)
+        assert msg._type == "trifinger_controllers/ObjectPose"
+        assert msg.header.frame_id == rc.WORLD_FRAME and msg.confidence == confidence
+        back = mc.object_pose_from_msg(msg)
+        np.testing.assert_array_equal(back.position, report.position)
+        np.testing.assert_array_equal(back.orientation, q)
+        assert back.stamp == 2.09 and back.confidence == confidence
+
+
+def test_goal_pose_stays_a_pose_stamped_with_full_confidence():
+    msg = rc.pose_msg(CubePose(np.array([0.0, 0.0, 0.08]), np.array([0.0, 0.0, 0.0, 1.0]),
+                               confidence=0.2))
+    assert msg._type == "geometry_msgs/PoseStamped"
+    assert mc.cube_pose_from_msg(msg).confidence == 1.0

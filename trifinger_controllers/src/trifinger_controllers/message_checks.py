@@ -2,8 +2,8 @@
 message type, shared with the other packages), and their conversion to this package's types (no
 ROS master needed). Each function returns the checked values or raises
 :class:`sim2real_checks.errors.Rejected` with a reason code (``malformed``, ``missing_joint``,
-``unknown_joint``, ``non_finite``, ``bounds``, ``quaternion``, ``frame``, ``stamp``) and a one-line
-message naming the problem.
+``unknown_joint``, ``non_finite``, ``bounds``, ``quaternion``, ``frame``, ``confidence``, ``stamp``)
+and a one-line message naming the problem.
 
 Bounds (the TriFinger Pro's, types.py):
   torque command    |effort| <= 100 x 0.397 N m = 39.7 N m. Between the limit and that bound a
@@ -19,12 +19,17 @@ Bounds (the TriFinger Pro's, types.py):
                     robot's measurement may exceed both a little)
   pose              position within 0.52 m of the arena centre (trifinger_simulation's object
                     box), unit quaternion (within 0.1; normalised), frame ``world`` (or empty)
+  object pose       a pose as above and the tracker's confidence finite (``non_finite``) and in
+                    [0, 1] (``confidence``; trifinger_object_tracking's ObjectPose: "ranges from
+                    0 to 1")
   stamps            a joint state or object pose stamped more than 60 s ahead of the node's
                     clock is refused (a far-future stamp would make a controller take every later
                     state for a restart of the simulation)
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any
 
 import genpy
@@ -86,7 +91,8 @@ def robot_state_from_msg(msg: Any) -> RobotState:
 
 
 def cube_pose_from_msg(msg: Any) -> CubePose:
-    """A PoseStamped in the world frame as a CubePose (stamp = header stamp)."""
+    """A PoseStamped (or the header and pose of an ObjectPose) in the world frame as a CubePose
+    (stamp = header stamp)."""
     frame = msg.header.frame_id
     if frame not in ("", WORLD_FRAME, "/" + WORLD_FRAME):
         raise Rejected("frame", f"pose in frame {frame!r}; expected {WORLD_FRAME!r}")
@@ -96,6 +102,18 @@ def cube_pose_from_msg(msg: Any) -> CubePose:
     unit = abs(float(np.linalg.norm(raw)) - 1.0) <= UNIT_NORM
     return CubePose(position=checked.position, orientation=raw if unit else checked.quaternion_xyzw,
                     stamp=stamp_seconds(msg.header.stamp))
+
+
+def object_pose_from_msg(msg: Any) -> CubePose:
+    """An ObjectPose (the tracker's report) as a CubePose with its confidence: the pose checks
+    of :func:`cube_pose_from_msg`, and the confidence finite and in [0, 1]."""
+    pose = cube_pose_from_msg(msg)
+    confidence = float(msg.confidence)
+    if not math.isfinite(confidence):
+        raise Rejected("non_finite", f"NaN/Inf in confidence ({confidence})")
+    if not 0.0 <= confidence <= 1.0:
+        raise Rejected("confidence", f"confidence {confidence:.4g} outside [0, 1]")
+    return replace(pose, confidence=confidence)
 
 
 def check_not_ahead(stamp: genpy.Time, now: genpy.Time, what: str) -> None:

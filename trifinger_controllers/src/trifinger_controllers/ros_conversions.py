@@ -4,8 +4,11 @@ handshake (no ROS master needed).
 Topics (relative names; the launch files run the nodes in the namespace ``/trifinger``):
   ``joint_states``      sensor_msgs/JointState: position, velocity and measured torque (effort)
                         of the 9 joints, stamped with the simulated time of step t (t / 1000 s)
-  ``object_pose``       geometry_msgs/PoseStamped: the cube as the cameras saw it (10 Hz, delayed
-                        as trifinger_simulation models it), stamped with the capture time
+  ``object_pose``       trifinger_controllers/ObjectPose (msg/ObjectPose.msg; header, pose,
+                        confidence, like the robot's trifinger_object_tracking): the object
+                        tracker's report of each camera image (10 Hz, delayed as
+                        trifinger_simulation models it), stamped with the capture time; confidence
+                        in [0, 1], 0 = not detected (the previous pose repeated)
   ``goal_pose``         geometry_msgs/PoseStamped (latched)
   ``torque_command``    sensor_msgs/JointState: effort = joint torques [N m], joints by name
   ``position_command``  sensor_msgs/JointState: position = joint targets [rad], joints by name
@@ -31,6 +34,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from sim2real_checks.errors import Rejected
+from trifinger_controllers.msg import ObjectPose
 
 from trifinger_controllers.types import PHYSICS_RATE, CubePose, RobotState
 
@@ -152,14 +156,26 @@ def position_command_msg(position: np.ndarray, stamp: genpy.Time) -> JointState:
 
 # --- poses --------------------------------------------------------------------------------
 
-def pose_msg(pose: CubePose, frame_id: str = WORLD_FRAME) -> PoseStamped:
-    msg = PoseStamped()
+def _fill_pose(msg: Any, pose: CubePose, frame_id: str) -> Any:
+    """Set ``header`` (stamp, frame) and ``pose`` of a PoseStamped or an ObjectPose."""
     msg.header.stamp = to_time(pose.stamp)
     msg.header.frame_id = frame_id
     p, q = np.asarray(pose.position, dtype=float), np.asarray(pose.orientation, dtype=float)
     msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = p.tolist()
     (msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z,
      msg.pose.orientation.w) = q.tolist()
+    return msg
+
+
+def pose_msg(pose: CubePose, frame_id: str = WORLD_FRAME) -> PoseStamped:
+    """A PoseStamped (``goal_pose``)."""
+    return _fill_pose(PoseStamped(), pose, frame_id)
+
+
+def object_pose_msg(pose: CubePose, frame_id: str = WORLD_FRAME) -> ObjectPose:
+    """The tracker's report ``pose`` with its confidence (``object_pose``)."""
+    msg = _fill_pose(ObjectPose(), pose, frame_id)
+    msg.confidence = float(pose.confidence)
     return msg
 
 

@@ -3,12 +3,15 @@
 
 1. cpc/cic/mp_controller against the lock-stepped simulator: every step answered, torques
    within +-0.397 N m, a new torque exactly once per period of the controller's rate on the
-   simulated clock (held in between), as many computations as periods;
+   simulated clock (held in between), as many computations as periods; each camera image's
+   tracker report published once (ObjectPose, confidence in [0, 1]);
 2. lock step: a second run with the same seed gives bit-identical joint states and commands, and
-   the run is the in-process evaluation's episode of that seed, bit for bit;
+   the run is the in-process evaluation's episode of that seed (the same tracker model, physics
+   randomisation and pose filter), bit for bit;
 3. free running (half real time): CPC's commands at 200 Hz on the simulated clock; /clock;
 4. bad input: malformed commands are dropped and the simulator runs on with the last valid one
-   (counted per topic and reason on /diagnostics); bad parameters stop a node with one [FATAL]
+   (counted per topic and reason on /diagnostics), so are object poses with a bad pose or
+   confidence; bad parameters stop a node with one [FATAL]
    line and exit status 1; SIGINT stops the simulator and a controller (exit 0) well within
    roslaunch's 15 s before it escalates.
 The nodes are started by this script (rosrun, fresh parameters each time) so that it can run
@@ -35,6 +38,7 @@ from std_msgs.msg import String
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
+from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose, RobotState
 from ros_wait import wait_for  # the helper beside this script
 
@@ -89,7 +93,8 @@ class Node:
 
 
 class Recorder:
-    """Joint states and torque commands by step, episode results, diagnostics, /clock."""
+    """Joint states and torque commands by step, object poses, episode results, diagnostics,
+    /clock."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -97,6 +102,7 @@ class Recorder:
         self.subscribers = [
             rospy.Subscriber(f"{NS}/joint_states", JointState, self._state, queue_size=5000),
             rospy.Subscriber(f"{NS}/torque_command", JointState, self._command, queue_size=5000),
+            rospy.Subscriber(f"{NS}/object_pose", ObjectPose, self._pose, queue_size=100),
             rospy.Subscriber(f"{NS}/episode_result", String, self._result, queue_size=5),
             rospy.Subscriber("/diagnostics", DiagnosticArray, self._diagnostics, queue_size=50),
             rospy.Subscriber("/clock", Clock, self._clock, queue_size=5000)]
@@ -104,7 +110,7 @@ class Recorder:
     def clear(self):
         with self.lock:
             self.states, self.commands, self.results, self.diagnostics = {}, [], [], []
-            self.clock = []
+            self.clock, self.poses = [], []
 
     def _state(self, msg):
         with self.lock:
@@ -113,6 +119,10 @@ class Recorder:
     def _command(self, msg):
         with self.lock:
             self.commands.append(msg)
+
+    def _pose(self, msg):
+        with self.lock:
+            self.poses.append(msg)
 
     def _result(self, msg):
         with self.lock:
@@ -159,7 +169,8 @@ class TrifingerNodes(unittest.TestCase):
     # ------------------------------------------------------------------ 1: each controller
     def _lock_step_run(self, name):
         """One lock-step episode of LOCK_STEP_SECONDS with controller ``name``: joint states and
-        commands by step, the episode result, the controller's last diagnostics."""
+        commands by step, the episode result, the controller's last diagnostics, the object
+        poses."""
         rec = self.rec
         rec.clear()
         sim = self.start("trifinger_sim", "trifinger_sim", level=3, seed=LOCK_STEP_SEED,
@@ -181,6 +192,7 @@ class TrifingerNodes(unittest.TestCase):
         self.assertTrue(wait_for(lambda: any(t > done for t, _ in self._status(node)), 5))
         with rec.lock:
             states, commands, result = dict(rec.states), list(rec.commands), rec.results[0]
+            poses = list(rec.poses)
         status = self._status(node)[-1][1]
         self.assertIsNone(ctrl.proc.poll(), ctrl.output()[-2000:])
         self.tearDown()
@@ -188,7 +200,7 @@ class TrifingerNodes(unittest.TestCase):
         for m in commands:
             self.assertEqual(list(m.name), list(rc.JOINT_NAMES))
             by_step.setdefault(rc.step_of(m.header.stamp), mc.torque_from_msg(m))
-        return states, by_step, result, {kv.key: kv.value for kv in status.values}
+        return states, by_step, result, {kv.key: kv.value for kv in status.values}, poses
 
     def _status(self, node, guard=False):
         """(arrival, DiagnosticStatus) of the node ``node`` (full name): its own statuses, or
@@ -205,8 +217,8 @@ class TrifingerNodes(unittest.TestCase):
         # a plain loop, not subTest: rosunit's XML result ignores subtest failures (a failing
         # controller was reported as passed)
         for name, rate in RATES.items():
-            states, commands, result, values = self._lock_step_run(name)
-            type(self).runs[name] = (states, commands, result)
+            states, commands, result, values, poses = self._lock_step_run(name)
+            type(self).runs[name] = (states, commands, result, values)
             period = int(round(1000 / rate))
             self.assertEqual(sorted(states), list(range(n + 1)), f"{name}: missing joint states")
             self.assertTrue(set(range(n)) <= set(commands), f"{name}: unanswered steps")
@@ -221,6 +233,11 @@ class TrifingerNodes(unittest.TestCase):
             self.assertIn(calls, (n // period, n // period + 1), f"{name}: {values}")
             self.assertEqual(float(values["rate_sim_hz"]), rate, f"{name}: {values}")
             self.assertEqual(int(values["errors"]), 0, f"{name}: {values}")
+            # each image's tracker report once (10 Hz), with a confidence in [0, 1]
+            stamps = [rc.step_of(m.header.stamp) for m in poses]
+            self.assertEqual(stamps, list(range(0, n, 100)), f"{name}: object pose stamps")
+            self.assertTrue(all(0.0 <= m.confidence <= 1.0 for m in poses), name)
+            self.assertGreater(int(values["pose_reports"]), 0, f"{name}: {values}")
             rospy.loginfo("%s: %d calls in %.1f simulated s (%.0f Hz), max |torque| %.3f, "
                           "compute median %s us, p99 %s us, reset %s ms", name, calls,
                           LOCK_STEP_SECONDS, float(values["rate_sim_hz"]),
@@ -230,10 +247,12 @@ class TrifingerNodes(unittest.TestCase):
     # ------------------------------------------------------------------ 2: lock step
     def test_2_lock_step_is_deterministic(self):
         """A second lock-step run with the same seed repeats the first bit for bit, and both are
-        evaluation.run_episode's episode of that seed."""
+        evaluation.run_episode's episode of that seed: the node's defaults (~camera tracker,
+        ~physics randomised) are evaluate's, and the controller node filters the tracker's reports
+        as run_episode does."""
         first = type(self).runs.get("cpc")
-        states_a, commands_a, result_a = first if first else self._lock_step_run("cpc")[:3]
-        states_b, commands_b, result_b, _ = self._lock_step_run("cpc")
+        states_a, commands_a, result_a, values_a = first if first else self._lock_step_run("cpc")[:4]
+        states_b, commands_b, result_b, _, _ = self._lock_step_run("cpc")
         n = int(LOCK_STEP_SECONDS * 1000)
         self.assertEqual(sorted(states_b), list(range(n + 1)))
         for step in range(n + 1):
@@ -247,7 +266,9 @@ class TrifingerNodes(unittest.TestCase):
         self.assertGreater(np.abs(np.array(states_a[n].position) -
                                   np.array(states_a[0].position)).max(), 1e-3)
         for key in ("label", "level", "reward", "cumulative_reward", "position_error_cm",
-                    "orientation_error_deg", "drop", "sim_seconds", "goal", "initial", "final"):
+                    "orientation_error_deg", "drop", "sim_seconds", "goal", "initial", "final",
+                    "tracked_position_error_cm", "tracked_orientation_error_deg", "tracker",
+                    "physics", "sim_options"):
             self.assertIn(key, result_a)
             self.assertEqual(result_a[key], result_b[key], key)
         self.assertEqual(result_a["label"], "simulation")
@@ -256,19 +277,32 @@ class TrifingerNodes(unittest.TestCase):
         from trifinger_controllers import evaluation
         from trifinger_controllers.controllers import make_controller
         from trifinger_controllers.kinematics import FingerKinematics
+        from trifinger_controllers.physics import PhysicsSample
         from trifinger_controllers.platform import SimulatedPlatform
+        from trifinger_controllers.sim_node import CONTROLLER_FIELDS
+        from trifinger_controllers.sim_options import SimOptions
+        options = SimOptions.named()          # evaluate's and trifinger_sim's defaults
+        self.assertEqual(result_a["sim_options"], options.describe())
         goal, initial, platform_seed = evaluation.episode_specs(3, 1, LOCK_STEP_SEED)[0]
-        platform = SimulatedPlatform(seed=platform_seed)
+        platform = SimulatedPlatform(seed=platform_seed, perception=options.perception,
+                                     physics=options.physics)
         kinematics = FingerKinematics()
         record = evaluation.run_episode(platform, make_controller("cpc", None, None, kinematics),
                                         3, goal, initial, LOCK_STEP_SECONDS, kinematics=kinematics)
         robot = platform.robot_state()
+        platform.close()
         self.assertEqual(list(states_a[n].position), robot.position.tolist())
         self.assertEqual(list(states_a[n].velocity), robot.velocity.tolist())
-        for key in ("reward", "cumulative_reward", "position_error_cm", "orientation_error_deg",
-                    "drop"):
-            self.assertEqual(result_a[key], getattr(record, key), key)
-        platform.close()
+        # the node's record has every field of the in-process one except the controller's own
+        expected = record.to_dict()
+        self.assertEqual(set(expected) - set(CONTROLLER_FIELDS) - set(result_a), set())
+        for key in set(expected) - set(CONTROLLER_FIELDS) - {"wall_seconds"}:
+            self.assertEqual(result_a[key], expected[key], key)
+        self.assertNotEqual(result_a["physics"], PhysicsSample().to_dict(), "nominal physics")
+        # the controller node's pose filter saw what run_episode's did (the last image, taken at
+        # 0.5 s, arrives at 0.591 s, before CPC's last computation at 0.595 s)
+        self.assertEqual({k: int(values_a[f"pose_{k}"]) for k in record.pose_filter},
+                         record.pose_filter)
 
     # ------------------------------------------------------------------ 3: free running
     def test_3_free_running_rate(self):
@@ -316,6 +350,10 @@ class TrifingerNodes(unittest.TestCase):
             "goal": (("trifinger_sim", "bad_goal_sim"),
                      dict(goal="[0.5,0.0,0.05]", level=3), "outside the workspace"),
             "level": (("trifinger_sim", "bad_level_sim"), dict(level=7), "level"),
+            "camera": (("trifinger_sim", "bad_camera_sim"), dict(camera=unknown_key),
+                       "unknown perception parameter 'nonsense'"),
+            "physics": (("trifinger_sim", "bad_physics_sim"), dict(physics="heavy"),
+                        "heavy: cannot read the physics randomisation"),
             "residual": (("cpc_controller", "bad_residual_cpc"),
                          dict(residual="/nonexistent/policy.pt"), "not found"),
             "params": (("cic_controller", "bad_params_cic"),
@@ -400,11 +438,11 @@ class TrifingerNodes(unittest.TestCase):
 
 
     def _check_controller_survives_bad_messages(self, probe):
-        """Malformed joint states and poses are dropped (counted in /diagnostics); the next
-        valid joint state is answered."""
+        """Malformed joint states and object poses (a bad pose or confidence) are dropped
+        (counted in /diagnostics); the next valid joint state is answered."""
         topic = lambda name: f"{PROBE}/{name}"  # noqa: E731
         states = rospy.Publisher(topic("joint_states"), JointState, queue_size=10)
-        poses = rospy.Publisher(topic("object_pose"), PoseStamped, queue_size=10)
+        poses = rospy.Publisher(topic("object_pose"), ObjectPose, queue_size=10)
         goals = rospy.Publisher(topic("goal_pose"), PoseStamped, queue_size=1, latch=True)
         answers = []
         rospy.Subscriber(topic("torque_command"), JointState, answers.append, queue_size=100)
@@ -412,7 +450,7 @@ class TrifingerNodes(unittest.TestCase):
                                  and poses.get_num_connections() > 0, 60), probe.output()[-2000:])
         cube = CubePose(np.array([0.0, 0.0, 0.0325]), np.array([0.0, 0.0, 0.0, 1.0]))
         goals.publish(rc.pose_msg(CubePose(np.array([0.0, 0.0, 0.08]), cube.orientation)))
-        poses.publish(rc.pose_msg(cube))
+        poses.publish(rc.object_pose_msg(cube))
         q = np.array([0.0, 0.9, -1.7] * 3)
 
         def state(step, **changes):
@@ -421,14 +459,17 @@ class TrifingerNodes(unittest.TestCase):
                 setattr(msg, field, value)
             return msg
         time.sleep(0.3)
-        bad_pose = rc.pose_msg(cube)
+        bad_pose = rc.object_pose_msg(cube)
         bad_pose.pose.orientation.w = 0.5
+        bad_confidence = rc.object_pose_msg(cube)
+        bad_confidence.confidence = 1.5
         for msg in (state(1, position=list(q[:8])), state(2, velocity=[math.nan] * 9),
                     state(3, name=list(rc.JOINT_NAMES[:8]) + ["finger_x"])):
             states.publish(msg)
             time.sleep(0.05)
-        poses.publish(bad_pose)
-        time.sleep(0.05)
+        for msg in (bad_pose, bad_confidence):
+            poses.publish(msg)
+            time.sleep(0.05)
         states.publish(state(10))
         self.assertTrue(wait_for(lambda: len(answers) > 0, 10), probe.output()[-2000:])
         self.assertEqual(rc.step_of(answers[0].header.stamp), 10)
@@ -438,12 +479,13 @@ class TrifingerNodes(unittest.TestCase):
         self.assertTrue(wait_for(lambda: any(t > done for t, _ in self._status(node, True)), 5))
         self.assertIsNone(probe.proc.poll())
         counts = self._guard_counts(node)
-        self.assertEqual(counts, {topic("joint_states"): 3, topic("object_pose"): 1})
+        self.assertEqual(counts, {topic("joint_states"): 3, topic("object_pose"): 2})
         log = probe.output()
         for expected in ("joint_states: rejected [malformed]: position has 8 values",
                          "joint_states: rejected [non_finite]: NaN/Inf in velocity",
                          "joint_states: rejected [missing_joint]: missing joint",
-                         "object_pose: rejected [quaternion]: orientation norm 0.5"):
+                         "object_pose: rejected [quaternion]: orientation norm 0.5",
+                         "object_pose: rejected [confidence]: confidence 1.5 outside [0, 1]"):
             self.assertIn(expected, log)
         self.assertEqual(probe.stop(), 0, log[-2000:])
         self.assertLess(probe.stop_seconds, SHUTDOWN_LIMIT)

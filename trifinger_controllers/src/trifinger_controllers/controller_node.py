@@ -2,10 +2,15 @@
 ``mp_controller`` (paper 004 §IV): one structured policy from the library, run on the simulated
 clock of the joint states (relative topic names; the launch files use ``/trifinger``).
 
-Subscribes ``joint_states`` (sensor_msgs/JointState), ``object_pose`` and ``goal_pose``
-(geometry_msgs/PoseStamped); publishes ``torque_command`` (sensor_msgs/JointState, effort of the
-9 joints by name, stamped with the joint state it answers) and ``/diagnostics`` (1 Hz: compute
-time per call, counters).
+Subscribes ``joint_states`` (sensor_msgs/JointState), ``object_pose``
+(trifinger_controllers/ObjectPose: the object tracker's report of each camera image, with its
+confidence) and ``goal_pose`` (geometry_msgs/PoseStamped); publishes ``torque_command``
+(sensor_msgs/JointState, effort of the 9 joints by name, stamped with the joint state it answers)
+and ``/diagnostics`` (1 Hz: compute time per call, counters, the pose filter's counts).
+
+The controller sees the cube through the shared pose filter (pose_filter.ObservationFilter: missed
+detections, outliers and wrong-face flips rejected), as in the in-process evaluation
+(evaluation.run_episode); the filter restarts whenever the controller resets.
 
 Rate: the controller computes at its ``rate_hz`` on simulated time, i.e. on the first joint state
 of every period of 1000/rate_hz steps (CPC 5, CIC 10, MP 2 steps); the torque is held between
@@ -22,7 +27,7 @@ residual policy file of residual.py, applied on top of the controller), ``~lock_
 A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
 Every input is checked (message_checks.py: joint states by name, lengths, NaN/Inf, the platform's
 limits widened for measurement, a stamp far ahead of the clock; poses finite, within 0.52 m of
-the arena centre, unit quaternion, world frame); a bad one is dropped and counted per topic and
+the arena centre, unit quaternion, world frame, the tracker's confidence in [0, 1]); a bad one is dropped and counted per topic and
 reason in /diagnostics, with one error line per topic, reason and second (sim2real_checks'
 guard). A torque command is published only if it is finite. If the controller raises, the node
 commands zero torque for that period and logs the error (throttled).
@@ -35,6 +40,7 @@ import os
 import threading
 import time
 import warnings
+from dataclasses import asdict
 from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
@@ -49,6 +55,8 @@ from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.controllers import default_grasp, default_parameters, make_controller
 from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.msg import ObjectPose
+from trifinger_controllers.pose_filter import ObservationFilter
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation, RobotState
 
 T = TypeVar("T")
@@ -148,6 +156,7 @@ class ControllerNode:
                                            str(rospy.get_param("~residual", "")))
         self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))
         self.stats = ComputeStats()
+        self.estimator = ObservationFilter()             # the cube pose the controller acts on
         self.guard = node_guard()
         self._log_error = rc.ThrottledLog(rospy.logerr)
         self._cond = threading.Condition()
@@ -168,7 +177,7 @@ class ControllerNode:
         self._topics = {name: rospy.resolve_name(name)
                         for name in (rc.GOAL_POSE, rc.OBJECT_POSE, rc.JOINT_STATES)}
         rospy.Subscriber(rc.GOAL_POSE, PoseStamped, self._on_goal, queue_size=1)
-        rospy.Subscriber(rc.OBJECT_POSE, PoseStamped, self._on_pose, queue_size=1,
+        rospy.Subscriber(rc.OBJECT_POSE, ObjectPose, self._on_pose, queue_size=1,
                          tcp_nodelay=True)
         # queue_size=1: free running, a slow controller skips to the newest state; in lock step
         # there is only one unanswered state at a time
@@ -195,7 +204,7 @@ class ControllerNode:
                 self._needs_reset = True          # a new goal: a new episode
             self._cond.notify_all()
 
-    def _on_pose(self, msg: PoseStamped) -> None:
+    def _on_pose(self, msg: ObjectPose) -> None:
         pose = self._check(rc.OBJECT_POSE, self._parse_pose, msg)
         if pose is None:
             return
@@ -204,9 +213,9 @@ class ControllerNode:
             self._cond.notify_all()
 
     @staticmethod
-    def _parse_pose(msg: PoseStamped) -> CubePose:
+    def _parse_pose(msg: ObjectPose) -> CubePose:
         mc.check_not_ahead(msg.header.stamp, rospy.Time.now(), "object pose")
-        return mc.cube_pose_from_msg(msg)
+        return mc.object_pose_from_msg(msg)
 
     @staticmethod
     def _parse_state(msg: JointState) -> tuple[RobotState, Optional[int]]:
@@ -250,9 +259,12 @@ class ControllerNode:
         last = self._last_compute
         if last is not None and step // self.period <= last // self.period:
             return False
-        observation = Observation(robot=state, cube=cube, goal=goal)
         with self._cond:
             needs_reset = self._needs_reset
+        if needs_reset:
+            self.estimator.reset()
+        # the tracker's report through the shared filter (each image once, by stamp)
+        observation = self.estimator(Observation(robot=state, cube=cube, goal=goal))
         try:
             if needs_reset:
                 start = time.perf_counter()
@@ -287,6 +299,9 @@ class ControllerNode:
         with self._cond:
             values = self.stats.values()
             errors = self.stats.errors
+        # the pose filter's counts since the controller's last reset (reports, accepted, missed,
+        # outliers, re-locks)
+        values.update({f"pose_{k}": v for k, v in asdict(self.estimator.filter.counts).items()})
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK if errors == 0 else DiagnosticStatus.WARN,
             name=f"{self.node}: {self.name.upper()}-{self.grasp.upper()}",

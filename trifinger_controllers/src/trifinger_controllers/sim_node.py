@@ -6,9 +6,11 @@ Publishes
   ``joint_states``   sensor_msgs/JointState (position, velocity, applied torque as effort) every
                      step, or every 1000/``~publish_rate`` steps; stamped with the simulated time
                      (step t -> t ms)
-  ``object_pose``    geometry_msgs/PoseStamped (latched): each new camera observation once, when
-                     the simulator delivers it (10 Hz, 90 ms late by default), stamped with the
-                     time the image was taken
+  ``object_pose``    trifinger_controllers/ObjectPose (latched): the object tracker's report of
+                     each new camera image once (``~camera``: perception.py's tracker model, with
+                     noise, missed detections, wrong-face flips and the confidence in [0, 1], 0 =
+                     not detected and the previous pose repeated), when the simulator delivers
+                     the image (10 Hz, 90 ms late by default), stamped with the time it was taken
   ``goal_pose``      geometry_msgs/PoseStamped (latched)
   ``episode_result`` std_msgs/String (latched): JSON at the end of an episode (``~episode_seconds``)
   ``/clock``         with ``~publish_clock`` (default: the value of ``/use_sim_time``)
@@ -46,9 +48,17 @@ Parameters
   ``~real_time_factor``   simulated / wall time (1; 0 = as fast as possible)
   ``~publish_rate``       joint states when free running (1000 Hz)
   ``~episode_seconds``    0: run until shut down; else stop after that simulated time, publish
-                          ``episode_result`` (the metrics of evaluation.py: reward,
-                          cumulative_reward, position_error_cm, orientation_error_deg, drop, ...,
-                          label "simulation"), log it and exit 0
+                          ``episode_result`` (the metrics of evaluation.py's EpisodeRecord that the
+                          simulator knows: reward, cumulative_reward, position_error_cm,
+                          orientation_error_deg, drop, the tracked errors, the tracker's counts,
+                          the physics sample, ..., label "simulation"; the pose filter's counts
+                          are the controller's, on its /diagnostics), log it and exit 0
+  ``~camera``             ``tracker`` (the object tracker model of config/perception.yaml),
+                          ``ideal`` (trifinger_simulation's perfect camera) or a model YAML file
+                          (tracker)
+  ``~physics``            ``randomised`` (cube mass and friction drawn from the seed,
+                          config/physics_randomisation.yaml), ``nominal`` or a ranges YAML file
+                          (randomised); both as ``evaluate --camera/--physics`` (sim_options.py)
   ``~camera_delay_steps`` (90), ``~position_kp``/``~position_kd`` (3 or 9 gains; also the hold's)
   ``~command_timeout``    simulated s without a torque command before the hold (0.1; > 0)
 A bad parameter: one [FATAL] line, exit 1. Time: every stamp is simulated time, starting at 0;
@@ -69,7 +79,7 @@ import threading
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -86,7 +96,9 @@ from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers import evaluation, task
 from trifinger_controllers.command_hold import CommandWatchdog, HoldLog
+from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.platform import DEFAULT_CAMERA_DELAY_STEPS, SimulatedPlatform
+from trifinger_controllers.sim_options import DEFAULT_CAMERA, DEFAULT_PHYSICS, SimOptions
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation
 
 #: trifinger_simulation's PD gains of the TriFinger Pro's position controller (per finger).
@@ -184,7 +196,17 @@ class SimNode:
         self.publish_every = (1 if self.lock_step
                               else max(1, int(round(PHYSICS_RATE / publish_rate))))
         self.publish_clock = _param("publish_clock", rospy.get_param("/use_sim_time", False), bool)
-        self.platform = SimulatedPlatform(seed=platform_seed, camera_delay_steps=delay)
+        camera = _param("camera", DEFAULT_CAMERA, str)
+        physics = _param("physics", DEFAULT_PHYSICS, str)
+        try:
+            self.options = SimOptions.named(camera, physics)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"~camera {camera!r} (tracker, ideal or a YAML file) / ~physics {physics!r} "
+                f"(randomised, nominal or a YAML file): {exc}") from None
+        self.platform = SimulatedPlatform(seed=platform_seed, camera_delay_steps=delay,
+                                          perception=self.options.perception,
+                                          physics=self.options.physics)
 
         self.guard = node_guard()
         self._log_wait = rc.ThrottledLog(rospy.logwarn, period=5.0)
@@ -201,7 +223,7 @@ class SimNode:
             warnings.simplefilter("ignore")
             self._states = rospy.Publisher(rc.JOINT_STATES, JointState, queue_size=None,
                                            tcp_nodelay=True)
-            self._poses = rospy.Publisher(rc.OBJECT_POSE, PoseStamped, queue_size=None,
+            self._poses = rospy.Publisher(rc.OBJECT_POSE, ObjectPose, queue_size=None,
                                           tcp_nodelay=True, latch=True)
             self._clock = (rospy.Publisher("/clock", Clock, queue_size=None)
                            if self.publish_clock else None)
@@ -215,9 +237,11 @@ class SimNode:
         rospy.Subscriber(rc.POSITION_COMMAND, JointState, self._on_position, queue_size=10,
                          tcp_nodelay=True)
         rospy.loginfo("%s: simulation (trifinger_simulation, PyBullet) level %d seed %d, goal %s, "
-                      "cube at %s, %s, joint_states every %d ms, real-time factor %g%s",
+                      "cube at %s, camera %s, physics %s, %s, joint_states every %d ms, "
+                      "real-time factor %g%s",
                       self.name, self.level, self.seed, np.round(self.goal.position, 4).tolist(),
-                      np.round(self.initial.position, 4).tolist(),
+                      np.round(self.initial.position, 4).tolist(), self.options.perception.name,
+                      self.options.physics.name,
                       "lock step" if self.lock_step else
                       f"free running (hold after {self.command_timeout:g} s without a torque "
                       f"command)", self.publish_every, self.real_time_factor,
@@ -316,7 +340,7 @@ class SimNode:
         """Publish what is due at this step: a new camera pose, then the joint state."""
         if self._pose_stamp is None or obs.cube.stamp != self._pose_stamp:
             self._pose_stamp = obs.cube.stamp
-            self.guard.publish(self._poses, rc.pose_msg(obs.cube))
+            self.guard.publish(self._poses, rc.object_pose_msg(obs.cube))
         if obs.robot.step % self.publish_every:
             return None
         tag = rc.lock_step_tag(self._pose_stamp) if self.lock_step else ""
@@ -359,13 +383,14 @@ class SimNode:
                                               f"{self.real_time_factor:g}")
 
     def _finish(self, tracker: "EpisodeTracker", wall: float) -> None:
-        result = tracker.result(self.platform.true_cube_pose())
+        result = tracker.result(self.platform)
         dropped = Counter({self._torque_topic: 0, self._position_topic: 0})
         for kv in self.guard.status().values:          # "<topic> [<reason>]": count
             topic = kv.key.rsplit(" [", 1)[0]
             if topic in dropped:
                 dropped[topic] += int(kv.value)
         result.update(seed=self.seed, lock_step=self.lock_step, wall_seconds=round(wall, 3),
+                      sim_options=self.options.describe(),
                       dropped_commands=dict(dropped), command_timeouts=self.watchdog.holds)
         text = json.dumps(result, sort_keys=True)
         self.guard.publish(self._result, String(data=text))
@@ -403,11 +428,18 @@ class SimNode:
         self.platform.close()
 
 
+#: evaluation.EpisodeRecord's fields that only the controller knows (not in ``episode_result``).
+CONTROLLER_FIELDS = ("reset_seconds", "compute_calls", "compute_us_mean", "compute_us_p99",
+                     "compute_us", "pose_filter", "error")
+
+
 class EpisodeTracker:
     """The score of an episode of ``~episode_seconds``, defined as in the in-process evaluation
     (evaluation.py: final RRC reward of the level, its sum over the 1 ms steps, final position and
-    orientation errors, all on the true cube pose, and its DropDetector), so that a ROS run and
-    ``evaluate`` report the same quantities."""
+    orientation errors, all on the true cube pose, and its DropDetector; the errors of the
+    tracker's last report; the tracker's counts and the physics sample), so that a ROS run and
+    ``evaluate`` report the same quantities. What only the controller knows (compute times, the
+    pose filter's counts) is not here: :data:`CONTROLLER_FIELDS`."""
 
     def __init__(self, level: int, goal: CubePose, initial: CubePose, steps: int) -> None:
         from trifinger_controllers.evaluation import DropDetector
@@ -426,7 +458,10 @@ class EpisodeTracker:
             self.steps += 1
         self.drops.update(truth, obs.robot.position)
 
-    def result(self, final: CubePose) -> dict:
+    def result(self, platform: SimulatedPlatform) -> dict:
+        """The record of the episode ``platform`` has just run."""
+        final = platform.true_cube_pose()
+        tracked = platform.camera_cube_pose()   # a miss repeats the last detection
         n = self.steps
         rewards = task.rewards(self.level, self.goal, self.positions[:n], self.orientations[:n])
         pose = lambda p: {"position": np.asarray(p.position, float).tolist(),  # noqa: E731
@@ -441,6 +476,11 @@ class EpisodeTracker:
             "orientation_error_deg": float(np.rad2deg(task.orientation_error(self.goal, final))),
             "drop": bool(self.drops.dropped),
             "goal": pose(self.goal), "initial": pose(self.initial), "final": pose(final),
+            "tracked_position_error_cm": 100.0 * task.position_error(self.goal, tracked),
+            "tracked_orientation_error_deg": float(np.rad2deg(
+                task.orientation_error(self.goal, tracked))),
+            "tracker": asdict(platform.tracker.counts),
+            "physics": platform.physics_sample.to_dict(),
         }
 
 

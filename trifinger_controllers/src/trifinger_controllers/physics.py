@@ -63,6 +63,12 @@ class PhysicsRandomisation:
             raise ValueError(f"{path}: cannot read the physics randomisation: {error}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping of ranges")
+        known = ("cube_mass_scale", "cube_friction_scale", "floor_friction_scale")
+        for key, value in data.items():
+            if key not in known:
+                raise ValueError(f"{path}: unknown physics parameter {key!r} (known: {list(known)})")
+            if not (isinstance(value, (list, tuple)) and len(value) == 2):
+                raise ValueError(f"{path}: {key} must be [low, high], got {value!r}")
         try:
             return cls(**{k: tuple(v) for k, v in data.items()})
         except (TypeError, ValueError) as error:

@@ -8,9 +8,17 @@ controllers).
 
 * a report with confidence below ``min_confidence`` (0: the tracker missed the cube and repeated
   its previous pose) is ignored;
-* position: a constant-velocity Kalman filter per axis (white acceleration noise
-  ``acceleration_noise``, measurement noise ``position_noise_m``), time from the image stamps. A
-  report whose innovation exceeds ``gate_sigma`` standard deviations is rejected as an outlier;
+* position: a constant-velocity Kalman filter per axis (measurement noise ``position_noise_m``,
+  time from the image stamps) with two levels of white acceleration noise: ``acceleration_noise``
+  while the cube rests or moves steadily, ``maneuver_acceleration`` for an image whose
+  normalised innovation exceeds ``maneuver_nis`` (the cube starts or stops moving: the estimate
+  follows within an image or two; a Kalman filter with maneuver detection). A report whose
+  innovation exceeds ``gate_sigma`` standard deviations even then is rejected as an outlier.
+  The default smooths lightly (at rest the estimate's error is about 0.87 of the tracker's):
+  with ten times less acceleration noise (error 0.55 of the tracker's at rest) the level-3 closed
+  loops ended no closer to the goal in our trials (CPC-TG, CIC-CG, 4 trials each, simulation):
+  the cube held in a grasp moves by about a millimetre per image, and the controllers' camera
+  feedback integrates the error anyway;
 * orientation: a report more than ``orientation_gate_deg`` + ``max_turn_rate_deg_s`` x (time
   since the last accepted image) from the estimate is rejected (a wrong-face flip is a jump of at
   least 90 deg, above the gate's cap ``max_orientation_gate_deg``; a cube the fingers turn moves a
@@ -43,7 +51,11 @@ class PoseFilterConfig:
     """Tuning of :class:`CubePoseFilter` (module docstring)."""
 
     position_noise_m: float = 0.002
-    acceleration_noise: float = 3.0
+    acceleration_noise: float = 0.3
+    maneuver_acceleration: float = 3.0
+    #: Normalised innovation squared (3 axes) above which an image counts as a maneuver
+    #: (chi-square, 3 degrees of freedom: 11.3 is its 99 % quantile).
+    maneuver_nis: float = 11.3
     gate_sigma: float = 5.0
     orientation_gain: float = 0.5
     orientation_gate_deg: float = 30.0
@@ -59,7 +71,8 @@ class PoseFilterConfig:
     initial_velocity_std: float = 0.05
 
     def __post_init__(self) -> None:
-        positive = ("position_noise_m", "acceleration_noise", "gate_sigma", "orientation_gate_deg",
+        positive = ("position_noise_m", "acceleration_noise", "maneuver_acceleration", "maneuver_nis",
+                    "gate_sigma", "orientation_gate_deg",
                     "max_turn_rate_deg_s", "max_orientation_gate_deg", "relock_tolerance_m",
                     "initial_velocity_std")
         for key in positive:
@@ -100,6 +113,8 @@ class CubePoseFilter:
         self._x = np.zeros((3, 2))                      # per axis: position, velocity
         self._p = np.zeros((3, 2, 2))                   # per axis covariance (identical per axis)
         self._rejected: list[CubePose] = []
+        #: Whether the last position update was treated as a maneuver.
+        self.maneuver = False
 
     @property
     def estimate(self) -> Optional[CubePose]:
@@ -138,13 +153,17 @@ class CubePoseFilter:
         dt = float(report.stamp) - self._estimate.stamp
         if not dt > 0:        # an old or repeated image
             return self._estimate
-        # --- prediction (constant velocity, white acceleration noise)
+        # --- prediction (constant velocity, white acceleration noise; more of it for a maneuver)
         f = np.array([[1.0, dt], [0.0, 1.0]])
-        q = c.acceleration_noise ** 2 * np.array([[dt ** 4 / 4, dt ** 3 / 2], [dt ** 3 / 2, dt ** 2]])
+        shape = np.array([[dt ** 4 / 4, dt ** 3 / 2], [dt ** 3 / 2, dt ** 2]])
         x = self._x @ f.T
-        p = f @ self._p[0] @ f.T + q
-        s = p[0, 0] + c.position_noise_m ** 2
         innovation = np.asarray(report.position, float) - x[:, 0]
+        p = f @ self._p[0] @ f.T + c.acceleration_noise ** 2 * shape
+        s = p[0, 0] + c.position_noise_m ** 2
+        self.maneuver = float(innovation @ innovation) / s > c.maneuver_nis
+        if self.maneuver:
+            p = p + c.maneuver_acceleration ** 2 * shape
+            s = p[0, 0] + c.position_noise_m ** 2
         position_ok = bool(np.all(np.abs(innovation) <= c.gate_sigma * np.sqrt(s)))
         angle = float(np.rad2deg(cube.angle_between(self._estimate.orientation, report.orientation)))
         orientation_ok = angle <= min(c.orientation_gate_deg + c.max_turn_rate_deg_s * dt,

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from trifinger_controllers.tables import bo_table, mix_and_match_table, rpl_table
+from trifinger_controllers.tables import bo_table, level_table, mix_and_match_table, rpl_table
 
 RESULTS = os.path.join(os.path.dirname(__file__), "..", "results")
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "tables")
@@ -33,23 +33,44 @@ def test_mix_and_match_table_has_a_row_per_pairing_and_columns_per_error():
         mix_and_match_table([])
 
 
-def test_bo_and_rpl_tables_from_the_committed_results():
-    with open(os.path.join(RESULTS, "bo_cpc_l3.json")) as f:
-        bo = json.load(f)
+def result(controller, grasp, level=3, seed=2019, trials=20, r=-500.0, drop=0.0, error=None):
+    summary = {"cumulative_reward": r, "position_error_cm": 0.2, "tracked_position_error_cm": 0.3,
+               "orientation_error_deg": 12.0, "tracked_orientation_error_deg": 13.0}
+    return {"controller": controller, "grasp": grasp, "level": level, "seed": seed,
+            "orientation_error_deg": error, "trials": [{}] * trials, "mean": summary,
+            "std": {k: 0.1 for k in summary}, "mean_all": summary, "drop_rate": drop}
+
+
+def test_bo_table_pairs_manual_and_tuned_rows_on_the_same_trials():
+    manual = [result("cpc", "tg"), result("mp", "pg", r=-800.0)]
+    table = bo_table(manual, [result("mp", "pg", r=-300.0, drop=0.05)]).splitlines()
+    assert [row.split("|")[1].strip() for row in table[2:]] == ["MP-PG", "MP-PG w BO"]
+    assert "-300 ± 0" in table[3] and "| 5 |" in table[3] and "0.300 ± 0.100" in table[3]
+    with pytest.raises(ValueError, match="not the same trials"):
+        bo_table(manual, [result("cpc", "tg", seed=1)])
+    with pytest.raises(ValueError, match="no manual result"):
+        bo_table(manual, [result("cic", "cg")])
+
+
+def test_level_table_shows_true_and_tracked_errors():
+    rows = level_table([result("cpc", "tg"), {**result("mp", "pg", level=4, error=25.0), "aligned": True}])
+    lines = rows.splitlines()
+    assert lines[2].startswith("| CPC-TG | 3 | – | 20 | 0.200 ± 0.100 | 0.300 ± 0.100 |")
+    assert lines[3].startswith("| MP-PG + alignment | 4 | 25 |")
+
+
+def test_rpl_table_from_the_committed_results():
     with open(os.path.join(RESULTS, "rpl_mp_l3.json")) as f:
         rpl = json.load(f)
-    table = bo_table([bo]).splitlines()
-    assert table[2].startswith("| CPC-TG |") and table[3].startswith("| CPC-TG w BO |")
-    assert f"{bo['table_iii']['bo']['mean']['cumulative_reward']:.0f} ±" in table[3]
     table = rpl_table([rpl]).splitlines()
     assert [r.split("|")[1].strip() for r in table[2:]] == ["MP-PG", "MP-PG w RPL"]
 
 
 def test_tables_script_refuses_a_missing_file(tmp_path):
-    out = subprocess.run([sys.executable, SCRIPT, "--bo", str(tmp_path / "missing.json")],
+    out = subprocess.run([sys.executable, SCRIPT, "--bench", str(tmp_path / "missing.json")],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "cannot read" in out.stderr
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"controller": "cpc"}))
-    out = subprocess.run([sys.executable, SCRIPT, "--bo", str(bad)], capture_output=True, text=True)
+    bad.write_text(json.dumps({"level3": [{"controller": "cpc"}]}))
+    out = subprocess.run([sys.executable, SCRIPT, "--bench", str(bad)], capture_output=True, text=True)
     assert out.returncode == 2 and "malformed" in out.stderr

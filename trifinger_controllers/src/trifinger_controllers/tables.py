@@ -3,8 +3,11 @@
 * :func:`mix_and_match_table`, Table II: controller x grasp rows, per initial orientation error
   the orientation error [deg], position error [cm] (both over the trials without a drop, the
   paper's convention) and the drop rate [%];
-* :func:`bo_table`, Table III: manual and BO parameters per controller, mean cumulative reward R,
-  position error and drops (from ``optimize --json``'s ``table_iii``);
+* :func:`bo_table`, Table III: manual and BO parameters per controller on the same trials, mean
+  cumulative reward R, position error (true and as tracked) and drops (manual: the benchmark's
+  level-3 rows; BO: ``evaluate --params config/bo_*.yaml`` results);
+* :func:`level_table`: the level-3 and level-4 rows of the targets (errors on the ground truth
+  and as the object tracker sees them);
 * :func:`rpl_table`, Table IV: each controller with and without its residual policy (from
   ``train-residual --json``'s ``comparison``).
 """
@@ -53,22 +56,51 @@ def mix_and_match_table(results: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def bo_table(results: Iterable[dict]) -> str:
-    """Table III (level 3) from ``optimize`` JSON files."""
-    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Drop [%]", "R over all trials"]
+def _name(result: dict) -> str:
+    return f"{PAIRING_NAMES.get(result['controller'], result['controller'])}-{result['grasp'].upper()}"
+
+
+def _kept(result: dict, key: str, digits: int) -> str:
+    return _pm(result["mean"].get(key), result["std"].get(key), digits)
+
+
+def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
+    """Table III: each controller with its manual parameters (``manual``: evaluation results,
+    e.g. the benchmark's ``level3`` list) and with its BO parameters (``tuned``: ``evaluate
+    --params`` results of the same level, seed and trials); R over the trials without a drop
+    (the paper's convention) and over all."""
+    by_policy = {(r["controller"], r["grasp"]): r for r in manual}
+    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Pos. err. tracked [cm]", "Drop [%]",
+            "R over all trials"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for result in results:
-        name = f"{PAIRING_NAMES.get(result['controller'], result['controller'])}-{result['grasp'].upper()}"
-        table = result["table_iii"]
-        for key, suffix in (("manual", ""), ("bo", " w BO")):
-            r = table[key]
+    for bo in tuned:
+        base = by_policy.get((bo["controller"], bo["grasp"]))
+        if base is None:
+            raise ValueError(f"no manual result for {_name(bo)}")
+        if (base["level"], base["seed"], len(base["trials"])) != (bo["level"], bo["seed"], len(bo["trials"])):
+            raise ValueError(f"{_name(bo)}: the manual and BO results are not the same trials")
+        for r, suffix in ((base, ""), (bo, " w BO")):
             lines.append("| " + " | ".join([
-                name + suffix,
-                _pm(r["mean"]["cumulative_reward"], r["std"]["cumulative_reward"], 0),
-                _pm(r["mean"]["position_error_cm"], r["std"]["position_error_cm"], 3),
-                f"{100.0 * r['drop_rate']:.0f}",
-                f"{r['mean_all']['cumulative_reward']:.0f}",
-            ]) + " |")
+                _name(r) + suffix, _kept(r, "cumulative_reward", 0), _kept(r, "position_error_cm", 3),
+                _kept(r, "tracked_position_error_cm", 3), f"{100.0 * r['drop_rate']:.0f}",
+                f"{r['mean_all']['cumulative_reward']:.0f}"]) + " |")
+    return "\n".join(lines)
+
+
+def level_table(results: Sequence[dict]) -> str:
+    """Level-3/4 rows: final position and orientation errors on the ground truth and as tracked,
+    drops, trials (each result an evaluation result with ``controller``, ``grasp``, ``level``)."""
+    head = ["Control policy", "Level", "δθ [deg]", "Trials", "Pos. err. [cm]", "Pos. err. tracked [cm]",
+            "Ori. err. [deg]", "Ori. err. tracked [deg]", "Drop [%]"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        error = r.get("orientation_error_deg")
+        lines.append("| " + " | ".join([
+            _name(r) + (" + alignment" if r.get("aligned") else ""), str(r["level"]),
+            "–" if error is None else f"{error:g}", str(len(r["trials"])),
+            _kept(r, "position_error_cm", 3), _kept(r, "tracked_position_error_cm", 3),
+            _kept(r, "orientation_error_deg", 1), _kept(r, "tracked_orientation_error_deg", 1),
+            f"{100.0 * r['drop_rate']:.0f}"]) + " |")
     return "\n".join(lines)
 
 

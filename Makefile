@@ -22,10 +22,10 @@ WS       := $(ROOT)/build/ws
 PACKAGES := sim2real_checks panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results docker docker-test clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results trifinger-bo trifinger-rpl docker docker-test clean
 
 help:
-	@echo "make demo | make pipeline | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make setup | make clean"
+	@echo "make demo | make pipeline | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make trifinger-bo | make trifinger-rpl | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -101,6 +101,14 @@ kernel-results: setup
 	  --json $(ROOT)/kernel_manager_ros/results/vehicle_experiment.json --plots $(ROOT)/kernel_manager_ros/results/plots
 	$(RUN) rosrun kernel_manager_ros panda-kernels --trajectories 40 --seed 0 --out-dir $(ROOT)/build/panda_kernels \
 	  --json $(ROOT)/kernel_manager_ros/results/panda_kernels.json --plots $(ROOT)/kernel_manager_ros/results/plots
+
+# TriFinger tables (trifinger_controllers/README.md, simulation): Table III's Bayesian optimisation
+# (~3 h) and Table IV's residual policies (offline: 500 000 SAC steps per controller, many hours).
+trifinger-bo: setup
+	$(RUN) bash $(ROOT)/tools/trifinger_results.sh bo
+
+trifinger-rpl: setup
+	$(RUN) bash $(ROOT)/tools/trifinger_results.sh rpl
 
 # The robot PC image (docker/Dockerfile). FRANKY_WHEEL=file.whl (in docker/wheels/) swaps in a
 # franky built against another libfranka, e.g. 0.9.x for a Panda on an older system image.

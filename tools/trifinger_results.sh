@@ -1,0 +1,36 @@
+#!/bin/bash
+# The TriFinger result files of trifinger_controllers/README.md (simulation, issue 19), from the
+# committed tools. Usage: tools/trifinger_results.sh bo|rpl
+#   bo   Table III: BO of the three pairings on level 3 (4 random + 50 BO candidates, 3 episodes
+#        of 15 s each, seed 1000, drops penalised), then each tuned set on the benchmark's 20
+#        level-3 trials (seed 2019) (~3 h on one core)
+#   rpl  Table IV: residual policies, 500 000 SAC steps per controller with a learning curve
+#        every 25 000 steps, compared on 20 trials (offline: several hours per controller)
+# Both run under the object tracker model and the physics randomisation (the tools' defaults).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PKG="$ROOT/trifinger_controllers"
+declare -A PARAMS=(
+  [cpc]=kp,kp_max,gain_growth,gain_interval,ki,kd,cube_gain,speed
+  [cic]=stiffness_xy,stiffness_z,damping,position_gain,integral_gain,grasp_force,reference_depth,reference_height,goal_speed
+  [mp]=path_speed,correction_gain,correction_duration,approach_time,close_time
+)
+declare -A GRASP=([cpc]=tg [cic]=cg [mp]=pg)
+case "${1:-}" in
+  bo)
+    for c in cpc cic mp; do
+      rosrun trifinger_controllers optimize --controller "$c" --level 3 --iterations 50 --episodes 3 \
+        --seconds 15 --seed 1000 --parameters "${PARAMS[$c]}" --no-progress \
+        --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3.json"
+      rosrun trifinger_controllers evaluate --controller "$c" --grasp "${GRASP[$c]}" --level 3 \
+        --trials 20 --seed 2019 --params "$PKG/config/bo_${c}_l3.yaml" --no-progress \
+        --json "$PKG/results/bo_${c}_l3_eval.json"
+    done ;;
+  rpl)
+    for c in mp cpc cic; do
+      rosrun trifinger_controllers train-residual --controller "$c" --level 3 --steps 500000 --seed 0 \
+        --eval-every 25000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --no-progress \
+        --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
+    done ;;
+  *) echo "usage: $0 bo|rpl" >&2; exit 2 ;;
+esac

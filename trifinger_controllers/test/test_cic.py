@@ -1,7 +1,10 @@
 """CIC (paper 004 §IV-C): the tau_1..tau_4 terms in the quasi-static model, the parameter set,
 and a short simulated episode in which CIC-CG grasps and lifts the cube (simulation)."""
+import threading
+
 import numpy as np
 import pytest
+from regrasp_episode import knocked_episode, selection_threads
 
 from trifinger_controllers import cube, evaluation, grasps, task
 from trifinger_controllers.controllers.cic import (
@@ -149,3 +152,19 @@ def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
     assert holding == 3
     assert record.position_error_cm < 2.0
     assert controller.grasp.name == "cg" and controller.phase.name == "MOVE"
+
+
+def test_regrasp_asynchronous_is_planned_off_the_control_call():
+    """Simulation, the nodes' asynchronous mode: the carried cube is put back on the floor, out of
+    the hand; CIC retreats and grasps it again with a grasp selected on the planner's thread
+    (never on the thread calling reset and compute) and lifts it again."""
+    goal, initial, seed = evaluation.episode_specs(3, 2, 0)[1]
+    controller = CartesianImpedanceController("cg", None, KIN, level=3)
+    controller.set_asynchronous_planning(True)
+    threads = selection_threads(controller)
+    _, truth, q = knocked_episode(controller, seed, initial, goal, steps=8500, knock_step=3000)
+    assert controller.regrasps == 1
+    assert len(threads) == 2 and threading.get_ident() not in threads
+    assert controller.phase.name == "MOVE"
+    assert truth.position[2] > task.RESTING_HEIGHT + 0.02, truth.position
+    assert evaluation.holding_fingers(KIN, truth, q) == 3

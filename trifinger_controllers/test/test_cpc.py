@@ -1,8 +1,11 @@
 """Cartesian position controller, CPC (paper 004 §IV-B), on the simulated platform."""
+import threading
+
 import numpy as np
 import pytest
+from regrasp_episode import knocked_episode, selection_threads
 
-from trifinger_controllers import cube, evaluation, grasps
+from trifinger_controllers import cube, evaluation, grasps, task
 from trifinger_controllers.controllers.cpc import (
     CPC_PARAMETERS,
     CartesianPositionController,
@@ -12,6 +15,7 @@ from trifinger_controllers.controllers.cpc import (
     damped_pseudo_inverse,
     scheduled_gain,
 )
+from trifinger_controllers.controllers.grasp_planner import DEFAULT_LATENCY
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose, Observation, RobotState
@@ -148,10 +152,34 @@ def test_goal_yaw_only_where_a_finger_would_be_weak(kinematics):
     controller = CartesianPositionController("tg", kinematics=kinematics, level=3)
     zeros = np.zeros(9)
     controller.reset(Observation(RobotState(0, 0.0, kinematics.initial_position, zeros, zeros), initial, goal))
-    turned = controller.goal_orientation(initial.orientation, goal.position)
+    plan = controller.grasp_plan
+    turned = plan.goal_orientation(initial.orientation, goal.position, kinematics)
+    np.testing.assert_allclose(cube.multiply(plan.goal_turn, initial.orientation), turned, atol=1e-12)
     angle = np.rad2deg(cube.angle_between(turned, initial.orientation))
     assert 0.0 < angle <= 45.0 + 1e-6
-    assert (controller.holding_torque(CubePose(goal.position, turned))
-            < controller.holding_torque(CubePose(goal.position, initial.orientation)))
+    assert (plan.holding_torque(CubePose(goal.position, turned), kinematics)
+            < plan.holding_torque(CubePose(goal.position, initial.orientation), kinematics))
     near = initial.position + np.array([0.0, 0.0, 0.03])
-    np.testing.assert_allclose(controller.goal_orientation(initial.orientation, near), initial.orientation)
+    np.testing.assert_allclose(plan.goal_orientation(initial.orientation, near, kinematics), initial.orientation)
+
+
+def test_regrasp_is_planned_off_the_control_call(kinematics):
+    """Simulation: the carried cube is put back on the floor, out of the hand. CPC retreats and
+    grasps it again; every grasp selection ran on the planner's thread, never on the thread
+    calling reset and compute; the re-grasp's plan was taken DEFAULT_LATENCY after it was asked
+    for, and the episode repeats bit for bit (deterministic mode)."""
+    goal, initial, seed = evaluation.episode_specs(3, 2, 0)[1]
+    runs = []
+    for _ in range(2):
+        controller = CartesianPositionController("tg", kinematics=kinematics, level=3)
+        threads = selection_threads(controller)
+        torques, truth, _ = knocked_episode(controller, seed, initial, goal, steps=7000,
+                                            knock_step=3000)
+        runs.append(torques)
+        assert controller.regrasps == 1
+        assert len(threads) == 2 and threading.get_ident() not in threads
+        regrasp = controller.grasp_planner.records[-1]
+        assert regrasp.taken - regrasp.requested == pytest.approx(DEFAULT_LATENCY)
+        assert controller.phase in (Phase.MOVE, Phase.HOLD)
+        assert truth.position[2] > task.RESTING_HEIGHT + 0.02            # lifted again
+    np.testing.assert_array_equal(runs[0], runs[1])

@@ -1,10 +1,14 @@
 """The grasp and motion planning controller MP (paper 004 §IV-A), controllers/mp.py."""
+import threading
+
 import numpy as np
 import pytest
+from regrasp_episode import knocked_episode, selection_threads
 
 from trifinger_controllers import evaluation, grasps, task
 from trifinger_controllers.controllers.mp import (
     MP_PARAMETERS,
+    PLAN_LATENCY,
     JointTrajectory,
     MotionPlanningController,
     Phase,
@@ -102,26 +106,16 @@ def test_joint_trajectory():
 
 def test_mp_regrasps_after_a_drop(kin, episode):
     """Knock the cube out of the hand: MP opens it, re-plans from the observed pose and grasps
-    again (the paper's "another round of planning", §VII)."""
-    import pybullet
-
+    again (the paper's "another round of planning", §VII); every plan ran on the planner's
+    thread, never on the thread calling reset and compute (simulation)."""
     goal, initial = episode
-    platform = SimulatedPlatform()
-    obs = platform.reset(initial, goal)
     controller = MotionPlanningController("pg", kinematics=kin, level=3, seed=SEED)
-    controller.reset(obs)
-    torque = np.zeros(9)
-    for step in range(8500):
-        if step == 3000:   # carried by now; put the cube back on the floor elsewhere
-            pybullet.resetBasePositionAndOrientation(
-                platform.simulation.cube._object_id, [0.05, -0.05, task.RESTING_HEIGHT], [0, 0, 0, 1],
-                physicsClientId=platform.client_id)
-        if step % 2 == 0:
-            torque = controller.compute(obs)
-        obs = platform.step(torque)
-    truth = platform.true_cube_pose()
-    platform.close()
+    threads = selection_threads(controller)
+    _, truth, q = knocked_episode(controller, 0, initial, goal, steps=8500, knock_step=3000)
     assert controller.regrasps == 1 and len(controller.planning_attempts) >= 2
+    assert len(threads) == 2 and threading.get_ident() not in threads
+    regrasp = controller.grasp_planner.records[-1]
+    assert regrasp.taken - regrasp.requested == pytest.approx(PLAN_LATENCY)
     assert controller.phase in (Phase.FOLLOW, Phase.CORRECT)
     assert truth.position[2] > task.RESTING_HEIGHT + 0.01                       # lifted again
-    assert evaluation.holding_fingers(kin, truth, obs.robot.position) == 3
+    assert evaluation.holding_fingers(kin, truth, q) == 3

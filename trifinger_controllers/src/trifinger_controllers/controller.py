@@ -28,6 +28,12 @@ class Controller(ABC):
     def _torque(self, observation: Observation) -> np.ndarray:
         """The (9,) joint torque command before clipping."""
 
+    def set_asynchronous_planning(self, enabled: bool) -> None:
+        """Plans asked for during an episode (re-grasps, controllers/grasp_planner.py) are taken
+        as soon as they arrive (True: free running, as on the robot) or a fixed simulated time
+        after they were asked for (False, the default: deterministic evaluation and lock step).
+        Controllers that plan only in ``reset`` ignore it."""
+
     def compute(self, observation: Observation) -> np.ndarray:
         """The (9,) torque command, clipped to +-TORQUE_LIMIT; a non-finite command is a bug
         and raises (the caller then holds a safe zero torque)."""

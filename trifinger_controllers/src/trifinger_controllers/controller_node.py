@@ -20,6 +20,11 @@ is answered, with a new command on the period's steps and the held one otherwise
 waits (at most ``~lock_step_wait`` wall s) for the object pose and goal the simulator announced,
 so that the run is deterministic.
 
+Grasp planning (controllers/grasp_planner.py) never runs in the joint-state callback except at a
+reset: a re-grasp's plan runs on the controller's planner thread. Free running, the controller
+takes it when it arrives, as on the robot; in lock step, a fixed simulated time after it was
+asked for, as the in-process evaluation does (the run stays deterministic and equal to it).
+
 Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG, MP-PG),
 ``~level`` (the RRC level the simulator runs, 1-4, default 3: grasp choice and goal terms),
 ``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~residual`` (optional
@@ -238,16 +243,17 @@ class ControllerNode:
                                                  f"pose stamped {announced} ns after {self.wait} s;"
                                                  f" answering with the held torque")
             goal, cube = self._goal, self._cube
-        computed = self._answer(state, goal, cube)
+        computed = self._answer(state, goal, cube, lock_step)
         if computed or lock_step:   # lock step: answer every state, or the simulator stalls
             self.guard.publish(self._commands,
                                rc.torque_command_msg(self._held, msg.header.stamp))
 
     # ------------------------------------------------------------------------------ control
-    def _answer(self, state: RobotState, goal: Optional[CubePose],
-                cube: Optional[CubePose]) -> bool:
+    def _answer(self, state: RobotState, goal: Optional[CubePose], cube: Optional[CubePose],
+                lock_step: bool) -> bool:
         """Update the held torque for ``state``: a new computation on the first state of each
-        period (True), else (a repeated or in-between state, or no goal/pose yet) False."""
+        period (True), else (a repeated or in-between state, or no goal/pose yet) False. An
+        episode's plans are taken as they arrive, or in lock step deterministically."""
         if goal is None or cube is None:
             return False
         step = state.step
@@ -267,6 +273,7 @@ class ControllerNode:
         observation = self.estimator(Observation(robot=state, cube=cube, goal=goal))
         try:
             if needs_reset:
+                self.controller.set_asynchronous_planning(not lock_step)
                 start = time.perf_counter()
                 self.controller.reset(observation)
                 with self._cond:

@@ -14,6 +14,7 @@ kinematics pass (about 10 us here).
 """
 from __future__ import annotations
 
+import copy
 import pathlib
 from typing import Optional
 
@@ -59,6 +60,15 @@ class FingerKinematics:
             raise ValueError(f"{path}: unexpected joint order {order}")
         self.tip_frame_ids = [self.model.getFrameId(name) for name in TIP_FRAMES]
         self._q_cached: Optional[np.ndarray] = None
+
+    def workspace_copy(self) -> FingerKinematics:
+        """A FingerKinematics on this one's (immutable) model with a workspace of its own, for
+        another thread (a Pinocchio ``Data`` must not be shared between threads)."""
+        other = copy.copy(self)
+        other.data = self.model.createData()
+        other._dynamics_data = self.model.createData()
+        other._q_cached = None
+        return other
 
     # ----------------------------------------------------------------------------- forward pass
     def _update(self, q: np.ndarray) -> None:

@@ -254,6 +254,9 @@ class ResidualController(Controller):
         self.last_base = np.zeros(N_JOINTS)
         self.last_residual = np.zeros(N_JOINTS)
 
+    def set_asynchronous_planning(self, enabled: bool) -> None:
+        self.base.set_asynchronous_planning(enabled)
+
     def _torque(self, observation: Observation) -> np.ndarray:
         self.last_base = self.base.compute(observation)
         self.last_residual = self.policy.residual(observation, self.last_base, self.kin)

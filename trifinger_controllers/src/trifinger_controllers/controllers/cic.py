@@ -66,7 +66,10 @@ contacts, first ``approach_height`` above them and clear of the cube, along wayp
 cube, squeeze ramped up over ``close_time``, tips kept at their height), MOVE (the full law). If
 on two images in a row fewer than two fingertips are within ``REGRASP_DISTANCE`` of the observed
 cube, the cube is lost: the tips RETREAT and the grasp starts again for the new pose (retried
-while no grasp is feasible).
+while no grasp is feasible). The grasp is chosen off the 100 Hz control call
+(grasp_planner.py): ``reset`` plans and waits; a re-grasp asks for a plan for the cube as seen
+when the RETREAT ends and the tips hold their retreat targets, off the cube and above it, until
+the plan is taken.
 
 The grasp is any of grasps.py's (mix and match, §VI): CG by default (CIC-CG, §IV-C), TG, OG or
 PG, given by name, as a Grasp, or as a callable ``observation -> Grasp``. Results are simulation
@@ -82,7 +85,8 @@ import numpy as np
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
 from trifinger_controllers.controller import CallInterval, Controller
-from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
+from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_selection
+from trifinger_controllers.controllers.grasp_planner import DEFAULT_LATENCY, GraspPlanner
 from trifinger_controllers.controllers.stamped_history import StampedHistory
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
@@ -113,7 +117,7 @@ BESIDE_TOLERANCE = 0.004
 APPROACH_TIMEOUT = 3.0
 #: The cube is lost if fewer than two fingertip centres are this close [m] to its surface.
 REGRASP_DISTANCE = 0.025
-#: Grasps tried, in this order, when the controller's own has no reachable regrasp.
+#: Grasps tried, in this order, at a re-grasp where the controller's own reaches none.
 FALLBACK_GRASPS = ("pg", "og", "tg")
 #: Duration [s] of RETREAT and how far [m] the tips back off outwards and upwards.
 RETREAT_SECONDS = 0.6
@@ -341,8 +345,9 @@ class CartesianImpedanceController(Controller):
     """CIC of §IV-C with any grasp (default CG), 100 Hz.
 
     Args:
-        grasp: grasp name (tg, cg, og, pg), a :class:`grasps.Grasp` (cube frame, used as is), or
-            a callable ``observation -> Grasp`` called at every (re)grasp.
+        grasp: grasp name (tg, cg, og, pg) or names (the first reachable), a
+            :class:`grasps.Grasp` (cube frame, used as is), or a callable ``observation ->
+            Grasp`` called at every (re)grasp, on the grasp planner's thread.
         params: a :data:`CIC_PARAMETERS` set (default values if None).
         kinematics: the fingers' kinematics (a new one if None).
         level: RRC level: level 4 turns the cube to the goal orientation (tau_4), levels 1-3
@@ -358,7 +363,9 @@ class CartesianImpedanceController(Controller):
         self._p = SimpleNamespace(**self.params.to_dict())  # plain attributes: read every call
         self.kin = kinematics if kinematics is not None else FingerKinematics()
         self.level = int(level)
-        self._choose_grasp = grasp_chooser("cic", grasp, self.kin, self.level)
+        self.grasp_planner: GraspPlanner[grasps.Grasp] = GraspPlanner(
+            grasp_selection("cic", grasp, self.level, FALLBACK_GRASPS), self.kin, DEFAULT_LATENCY,
+            name="cic-grasp-planner")
         self.grasp: Optional[grasps.Grasp] = None
         self._matrix_key = b""
         self._matrix_value = np.eye(3)
@@ -368,22 +375,21 @@ class CartesianImpedanceController(Controller):
         self._stiffness = np.array([p.stiffness_xy, p.stiffness_xy, p.stiffness_z])
         self._weight = np.array([0.0, 0.0, p.weight_feedforward * CUBE_MASS * GRAVITY / N_FINGERS])
 
+    def set_asynchronous_planning(self, enabled: bool) -> None:
+        self.grasp_planner.asynchronous = bool(enabled)
+
     # ----------------------------------------------------------------------------- episode
     def reset(self, observation: Observation) -> None:
         self.regrasps = 0
         self._interval = CallInterval()
         self._waypoint = self.kin.tip_positions(observation.robot.position)
-        self._start_grasp(observation)
+        # the first grasp has no fallback: GraspError if the grasp is out of reach
+        self._start_grasp(observation, self.grasp_planner.plan(observation))
 
-    def _start_grasp(self, observation: Observation) -> None:
-        """Choose a grasp for the observed cube and approach it."""
+    def _start_grasp(self, observation: Observation, grasp: grasps.Grasp) -> None:
+        """Approach ``grasp``."""
         p = self._p
-        try:
-            self.grasp = self._choose_grasp(observation)
-        except grasps.GraspError:
-            if self.grasp is None:  # the first grasp: nothing to fall back on, report it
-                raise
-            self.grasp = self._fallback_grasp(observation)
+        self.grasp = grasp
         self._normals = self.grasp.normals                                   # inward, cube frame
         # tip centres touching the faces, contacts on side faces raised by contact_height (above
         # the centre of mass the cube hangs from its contacts like a pendulum instead of
@@ -407,17 +413,6 @@ class CartesianImpedanceController(Controller):
         self._tip_offsets: Optional[np.ndarray] = None
         self._closed_tips: Optional[np.ndarray] = None
         self._enter(Phase.ABOVE, observation.robot.time)
-
-    def _fallback_grasp(self, observation: Observation) -> grasps.Grasp:
-        """A regrasp for a cube where the chosen strategy has no reachable grasp (e.g. dropped
-        near the arena's edge): the first reachable of :data:`FALLBACK_GRASPS`; GraspError if
-        none is."""
-        for name in FALLBACK_GRASPS:
-            try:
-                return grasps.make_grasp(name, observation.cube, observation.goal, self.kin, self.level)
-            except grasps.GraspError:
-                continue
-        raise grasps.GraspError("no reachable grasp for this cube pose")
 
     def _enter(self, phase: Phase, t: float) -> None:
         self.phase = phase
@@ -527,13 +522,17 @@ class CartesianImpedanceController(Controller):
             if self.phase is Phase.RETREAT:
                 target = self._retreat_targets
                 if elapsed >= RETREAT_SECONDS:
+                    # a grasp for the cube as seen now, chosen off this call: the tips hold
+                    # their retreat targets until the plan is taken
                     try:
-                        self._start_grasp(observation)
+                        grasp = self.grasp_planner.poll(observation, regrasp=True)
                     except grasps.GraspError:  # e.g. the cube rests on an edge: wait, try again
                         self._enter(Phase.RETREAT, t)
                     else:
-                        self.regrasps += 1
-                        return self._torque(observation)
+                        if grasp is not None:
+                            self.regrasps += 1
+                            self._start_grasp(observation, grasp)
+                            return self._torque(observation)
             else:
                 offsets = self._surface - p.approach_clearance * self._normals
                 target = cube_geometry.to_world(observation.cube, offsets)

@@ -47,6 +47,13 @@ into the fast loop. If fewer than two fingertips, at the time an image was taken
 been lost: the tips RETREAT outwards and upwards and the controller grasps again from ABOVE with
 a grasp chosen for the new pose.
 
+Grasp selection (the grasp, its squeeze directions, an LP, and the goal turn below, 1-10 ms) never
+runs in the 200 Hz control call: ``reset`` plans and waits; a re-grasp asks
+:class:`~trifinger_controllers.controllers.grasp_planner.GraspPlanner` for a plan for the cube as
+seen when the RETREAT ends, and the tips hold their retreat targets (off the cube and above it)
+until the plan is taken (grasp_planner.py: ``DEFAULT_LATENCY`` later in deterministic runs, when
+it arrives on the robot).
+
 Goal orientation: levels 1-3 ignore the orientation, so the controller may turn the cube about
 the vertical on the way (an addition to the paper): if holding the cube at the goal with the
 grasped orientation would need more than ``GOAL_YAW_TORQUE`` on some joint (gravity, weight and
@@ -59,6 +66,8 @@ PG, given by name, as a Grasp, or as a callable ``observation -> Grasp``.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Optional, Tuple
 
@@ -67,7 +76,14 @@ import numpy as np
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
 from trifinger_controllers.controller import CallInterval, Controller
-from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_chooser
+from trifinger_controllers.controllers.grasp_phases import (
+    GraspSelection,
+    GraspSpec,
+    Phase,
+    check_setup,
+    grasp_selection,
+)
+from trifinger_controllers.controllers.grasp_planner import DEFAULT_LATENCY, GraspPlanner
 from trifinger_controllers.controllers.stamped_history import StampedHistory
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
@@ -101,6 +117,8 @@ NOMINAL_GRIP = 1.5
 TIP_HISTORY = 100
 #: Limit [rad] of each component of the orientation correction.
 ROTATION_CORRECTION_LIMIT = 0.5
+#: Grasp tried at a re-grasp where the controller's own reaches none (TG always exists).
+FALLBACK_GRASPS = ("tg",)
 
 #: Hyperparameters of CPC with defaults (tuned in simulation, level 3) and the intervals BO
 #: searches (§VI: "CPC: gains, including values for the exponential gain scheduling").
@@ -207,13 +225,89 @@ class CubePath:
         return self._distance(t) >= self.length
 
 
+# ------------------------------------------------------------------------------ grasp selection
+@dataclass(frozen=True)
+class GraspPlan:
+    """A grasp as CPC holds it (cube frame): ``surface_offsets`` (3, 3) the tip centres touching
+    the contacts, ``squeeze`` (3, 3) the squeeze directions (grasps.squeeze_directions),
+    ``support`` (3, 3) the contact forces carrying the fed-forward weight without a moment about
+    the centre, and ``goal_turn`` the turn (quaternion) about the vertical on the way to a level
+    1-3 goal."""
+
+    grasp: grasps.Grasp
+    surface_offsets: np.ndarray
+    squeeze: np.ndarray
+    support: np.ndarray
+    goal_turn: np.ndarray = field(default_factory=lambda: cube_geometry.IDENTITY.copy())
+
+    def holding_torque(self, pose: CubePose, kinematics: FingerKinematics) -> float:
+        """Largest joint torque [N m] of gravity compensation, cube weight and a NOMINAL_GRIP
+        squeeze with the grasp at cube ``pose`` (fingers by IK; inf if out of reach): how weak
+        the fingers are there."""
+        targets = cube_geometry.to_world(pose, self.surface_offsets)
+        q = kinematics.inverse_kinematics(targets)
+        if np.max(np.linalg.norm(kinematics.tip_positions(q) - targets, axis=1)) > grasps.IK_TOLERANCE:
+            return float("inf")
+        jac = kinematics.tip_jacobians(q)
+        forces = cube_geometry.rotate(pose.orientation, NOMINAL_GRIP * self.squeeze + self.support)
+        tau = np.einsum("fji,fj->fi", jac, forces) + kinematics.gravity(q).reshape(N_FINGERS, 3)
+        return float(np.max(np.abs(tau)))
+
+    def goal_orientation(self, q_start: np.ndarray, goal: np.ndarray,
+                         kinematics: FingerKinematics) -> np.ndarray:
+        """Levels 1-3: the grasped orientation, unless holding the cube at the goal needs more
+        than GOAL_YAW_TORQUE; then the smallest turn about the vertical (steps of GOAL_YAW_STEP
+        up to MAX_GOAL_YAW) that needs less, or else the one that needs least (turning a held
+        cube costs accuracy, so it is done only where a finger would be too weak)."""
+        def need(q: np.ndarray) -> float:
+            return self.holding_torque(CubePose(goal, q), kinematics)
+
+        best_q, best = q_start, need(q_start)
+        if best <= GOAL_YAW_TORQUE:
+            return q_start
+        for yaw in np.arange(GOAL_YAW_STEP, MAX_GOAL_YAW + 1e-9, GOAL_YAW_STEP):
+            for signed in (yaw, -yaw):
+                q = cube_geometry.multiply(cube_geometry.from_yaw(signed), q_start)
+                torque = need(q)
+                if torque < best:
+                    best_q, best = q, torque
+            if best <= GOAL_YAW_TORQUE:
+                break
+        return best_q
+
+
+@dataclass(frozen=True)
+class CpcGraspSelection:
+    """CPC's grasp selection, run by the GraspPlanner off the control call: the grasp for the
+    observed cube and goal, its squeeze and weight support (``weight_force`` [N] fed forward)
+    and, at levels 1-3, the turn on the way to the goal (IK, 1-5 ms)."""
+
+    grasp: GraspSelection
+    weight_force: float
+
+    def __call__(self, observation: Observation, kinematics: FingerKinematics,
+                 regrasp: bool = False) -> GraspPlan:
+        grasp = self.grasp(observation, kinematics, regrasp)
+        # the cube's weight carried without a moment about its centre (cube frame; constant
+        # while only the yaw changes)
+        q0 = np.asarray(observation.cube.orientation, dtype=float)
+        up = cube_geometry.rotate(cube_geometry.conjugate(q0), [0.0, 0.0, 1.0])
+        plan = GraspPlan(grasp, grasp.tip_offsets(), grasps.squeeze_directions(grasp),
+                         grasps.weight_support_forces(grasp, self.weight_force * up))
+        if self.grasp.level == 4:
+            return plan
+        chosen = plan.goal_orientation(q0, np.asarray(observation.goal.position, dtype=float), kinematics)
+        return dataclasses.replace(plan, goal_turn=cube_geometry.relative(q0, chosen))
+
+
 # ------------------------------------------------------------------------------ the controller
 class CartesianPositionController(Controller):
     """CPC of §IV-B with any grasp (default TG), 200 Hz.
 
     Args:
-        grasp: grasp name (tg, cg, og, pg), a :class:`grasps.Grasp` (cube frame, used as is), or
-            a callable ``observation -> Grasp`` called at every (re)grasp.
+        grasp: grasp name (tg, cg, og, pg) or names (the first reachable), a
+            :class:`grasps.Grasp` (cube frame, used as is), or a callable ``observation ->
+            Grasp`` called at every (re)grasp, on the grasp planner's thread.
         params: a :data:`CPC_PARAMETERS` set (default values if None).
         kinematics: the fingers' kinematics (a new one if None).
         level: RRC level of the task: level 4 also turns the cube to the goal orientation,
@@ -231,10 +325,16 @@ class CartesianPositionController(Controller):
         self._weight_force = self._p.weight_feedforward * CUBE_MASS * GRAVITY
         self.kin = kinematics if kinematics is not None else FingerKinematics()
         self.level = int(level)
-        self._choose_grasp = grasp_chooser("cpc", grasp, self.kin, self.level)
+        self.grasp_planner: GraspPlanner[GraspPlan] = GraspPlanner(
+            CpcGraspSelection(grasp_selection("cpc", grasp, self.level, FALLBACK_GRASPS), self._weight_force),
+            self.kin, DEFAULT_LATENCY, name="cpc-grasp-planner")
         self.grasp: Optional[grasps.Grasp] = None
+        self.grasp_plan: Optional[GraspPlan] = None
         self.phase = Phase.ABOVE
         self.regrasps = 0
+
+    def set_asynchronous_planning(self, enabled: bool) -> None:
+        self.grasp_planner.asynchronous = bool(enabled)
 
     # ----------------------------------------------------------------------------- episode
     def reset(self, observation: Observation) -> None:
@@ -242,36 +342,19 @@ class CartesianPositionController(Controller):
         self.grasp = None
         self._interval = CallInterval()
         self._waypoint = self.kin.tip_positions(observation.robot.position)
-        self._start_grasp(observation)
+        self._start_grasp(observation, self.grasp_planner.plan(observation))
 
-    def _start_grasp(self, observation: Observation) -> None:
-        """Choose a grasp for the observed cube and start approaching it."""
-        p = self._p
-        try:
-            self.grasp = self._choose_grasp(observation)
-        except grasps.GraspError:
-            if self.grasp is None:
-                raise
-            # a re-grasp of a cube lying where the chosen strategy reaches no grasp: TG always exists
-            self.grasp = grasps.triangle_grasp(observation.cube, observation.goal, self.kin)
+    def _start_grasp(self, observation: Observation, plan: GraspPlan) -> None:
+        """Start approaching the grasp of ``plan``."""
+        self.grasp_plan = plan
+        self.grasp = plan.grasp
         # tip centres touching the contacts, and pressed into the cube, cube frame
-        self._surface_offsets = self.grasp.tip_offsets()
-        self._squeeze = grasps.squeeze_directions(self.grasp)
-        self._pressed_offsets = self._surface_offsets + p.press_depth * self._squeeze
-        # the cube's weight carried without a moment about its centre (cube frame; constant
-        # while only the yaw changes)
-        up = cube_geometry.rotate(cube_geometry.conjugate(observation.cube.orientation), [0.0, 0.0, 1.0])
-        self._support = grasps.weight_support_forces(self.grasp, self._weight_force * up)
+        self._surface_offsets = plan.surface_offsets
+        self._pressed_offsets = self._surface_offsets + self._p.press_depth * plan.squeeze
+        self._support = plan.support
         self._outward = -self.grasp.normals
         self._rotated_key: Optional[tuple] = None
-        # levels 1-3: the turn about the vertical on the way to the goal, chosen now (IK, ~1-5 ms)
-        # rather than in the 200 Hz loop when MOVE starts
-        if self.level == 4:
-            self._goal_turn = cube_geometry.IDENTITY
-        else:
-            q0 = np.asarray(observation.cube.orientation, dtype=float)
-            chosen = self.goal_orientation(q0, np.asarray(observation.goal.position, dtype=float))
-            self._goal_turn = cube_geometry.relative(q0, chosen)
+        self._goal_turn = plan.goal_turn
         self._grasp_pose = observation.cube
         self._path: Optional[CubePath] = None
         self._correction = np.zeros(3)
@@ -336,40 +419,6 @@ class CartesianPositionController(Controller):
         self._path = CubePath(np.stack([start, lifted, goal]), p.speed, t, q_start, q_end)
         self._last_stamp = observation.cube.stamp
         self._enter(Phase.MOVE, t)
-
-    def holding_torque(self, pose: CubePose) -> float:
-        """Largest joint torque [N m] of gravity compensation, cube weight and a NOMINAL_GRIP
-        squeeze with the grasp at cube ``pose`` (fingers by IK; inf if out of reach): how weak
-        the fingers are there."""
-        targets = cube_geometry.to_world(pose, self._surface_offsets)
-        q = self.kin.inverse_kinematics(targets)
-        if np.max(np.linalg.norm(self.kin.tip_positions(q) - targets, axis=1)) > grasps.IK_TOLERANCE:
-            return float("inf")
-        jac = self.kin.tip_jacobians(q)
-        forces = cube_geometry.rotate(pose.orientation, NOMINAL_GRIP * self._squeeze + self._support)
-        tau = np.einsum("fji,fj->fi", jac, forces) + self.kin.gravity(q).reshape(N_FINGERS, 3)
-        return float(np.max(np.abs(tau)))
-
-    def goal_orientation(self, q_start: np.ndarray, goal: np.ndarray) -> np.ndarray:
-        """Levels 1-3: the grasped orientation, unless holding the cube at the goal needs more
-        than GOAL_YAW_TORQUE; then the smallest turn about the vertical (steps of GOAL_YAW_STEP
-        up to MAX_GOAL_YAW) that needs less, or else the one that needs least (turning a held
-        cube costs accuracy, so it is done only where a finger would be too weak)."""
-        def need(q: np.ndarray) -> float:
-            return self.holding_torque(CubePose(goal, q))
-
-        best_q, best = q_start, need(q_start)
-        if best <= GOAL_YAW_TORQUE:
-            return q_start
-        for yaw in np.arange(GOAL_YAW_STEP, MAX_GOAL_YAW + 1e-9, GOAL_YAW_STEP):
-            for signed in (yaw, -yaw):
-                q = cube_geometry.multiply(cube_geometry.from_yaw(signed), q_start)
-                torque = need(q)
-                if torque < best:
-                    best_q, best = q, torque
-            if best <= GOAL_YAW_TORQUE:
-                break
-        return best_q
 
     def _camera_feedback(self, observation: Observation) -> None:
         """Integrate the reference-vs-observed cube error of a new image into the command
@@ -453,9 +502,13 @@ class CartesianPositionController(Controller):
         elif self.phase is Phase.RETREAT:
             targets = self._move_waypoint(self._retreat_targets, dt)
             if elapsed >= RETREAT_SECONDS:
-                self.regrasps += 1
-                self._start_grasp(observation)
-                return self._torque(observation)
+                # a grasp for the cube as seen now, chosen off this call: the tips hold their
+                # retreat targets until the plan is taken
+                plan = self.grasp_planner.poll(observation, regrasp=True)
+                if plan is not None:
+                    self.regrasps += 1
+                    self._start_grasp(observation, plan)
+                    return self._torque(observation)
         else:  # MOVE, HOLD: the grasp moved with the desired cube motion
             weight = 1.0
             assert self._path is not None

@@ -1,18 +1,21 @@
 """What CPC and CIC share around their control laws: the grasp given in any of the forms the
-mix-and-match of paper 004 §VI needs, and the phases of a grasp (approach above and beside the
-cube, close, move to the goal, hold, retreat for a re-grasp)."""
+mix-and-match of paper 004 §VI needs and its selection (run by grasp_planner.py, off the control
+call), and the phases of a grasp (approach above and beside the cube, close, move to the goal,
+hold, retreat for a re-grasp)."""
 from __future__ import annotations
 
 import enum
-from typing import Callable, Optional, Union
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple, Union
 
 from trifinger_controllers import grasps
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.types import Observation
 
-GraspSpec = Union[str, grasps.Grasp, Callable[[Observation], grasps.Grasp]]
-GraspChooser = Callable[[Observation], grasps.Grasp]
+#: A grasp name (tg, cg, og, pg), names tried in order (the first reachable), a fixed Grasp (cube
+#: frame) or a callable ``observation -> Grasp``.
+GraspSpec = Union[str, Tuple[str, ...], grasps.Grasp, Callable[[Observation], grasps.Grasp]]
 
 
 class Phase(enum.Enum):
@@ -24,19 +27,54 @@ class Phase(enum.Enum):
     RETREAT = "retreat"
 
 
-def grasp_chooser(controller: str, grasp: GraspSpec, kinematics: FingerKinematics,
-                  level: int) -> GraspChooser:
-    """``observation -> Grasp`` for a grasp name (tg, cg, og, pg: chosen for the observed cube and
-    goal at every (re)grasp), a fixed :class:`grasps.Grasp` (cube frame, used as is) or a
-    callable; TypeError naming ``controller`` otherwise."""
-    if isinstance(grasp, str):
-        return grasps.grasp_source(grasp, kinematics, level)
-    if isinstance(grasp, grasps.Grasp):
-        fixed = grasp
-        return lambda observation: fixed
-    if callable(grasp):
-        return grasp
-    raise TypeError(f"{controller}: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
+@dataclass(frozen=True)
+class GraspSelection:
+    """The grasp of ``spec`` for an observation; at a re-grasp, where ``spec`` reaches none (e.g.
+    the cube dropped near the arena's edge), the first reachable of ``fallback``. Run on the
+    planner's thread (grasp_planner.py) with its kinematics: a callable ``spec`` is called there,
+    and must not use a FingerKinematics that the controller uses."""
+
+    spec: GraspSpec
+    level: int
+    fallback: Tuple[str, ...] = ()
+
+    def __call__(self, observation: Observation, kinematics: FingerKinematics,
+                 regrasp: bool = False) -> grasps.Grasp:
+        """GraspError if no grasp is reachable."""
+        spec = self.spec
+        if isinstance(spec, grasps.Grasp):
+            return spec
+        if callable(spec):
+            try:
+                return spec(observation)
+            except grasps.GraspError:
+                if not (regrasp and self.fallback):
+                    raise
+                names: Tuple[str, ...] = self.fallback
+        else:
+            names = tuple(dict.fromkeys(((spec,) if isinstance(spec, str) else tuple(spec))
+                                        + (self.fallback if regrasp else ())))
+        error: Optional[grasps.GraspError] = None
+        for name in names:
+            try:
+                return grasps.make_grasp(name, observation.cube, observation.goal, kinematics, self.level)
+            except grasps.GraspError as exc:
+                error = exc
+        raise error if error is not None else grasps.GraspError("no grasp to try")
+
+
+def grasp_selection(controller: str, grasp: GraspSpec, level: int,
+                    fallback: Tuple[str, ...] = ()) -> GraspSelection:
+    """The :class:`GraspSelection` of ``grasp`` after checking it: TypeError naming
+    ``controller`` for anything but a name, names, a Grasp or a callable, ValueError for an
+    unknown name."""
+    if isinstance(grasp, str) or (isinstance(grasp, tuple) and grasp and all(isinstance(n, str) for n in grasp)):
+        for name in ((grasp,) if isinstance(grasp, str) else grasp) + tuple(fallback):
+            if name not in grasps.STRATEGIES:
+                raise ValueError(f"unknown grasp {name!r}: expected one of {sorted(grasps.STRATEGIES)}")
+    elif not (isinstance(grasp, grasps.Grasp) or callable(grasp)):
+        raise TypeError(f"{controller}: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
+    return GraspSelection(grasp, level, tuple(fallback))
 
 
 def check_setup(controller: str, params: Optional[ParameterSet], expected: ParameterSet,

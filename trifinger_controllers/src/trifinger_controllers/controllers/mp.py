@@ -41,6 +41,12 @@ previous segment has arrived. If the observed cube leaves the fingers (drop), th
 opens the hand, re-plans from the observed pose and grasps again (at most ``MAX_REGRASPS``
 times: "another round of planning", §VII).
 
+Planning never runs in the 500 Hz control call (grasp_planner.py, shared with CPC and CIC): the
+grasp selection, the path, and the approach's joint positions (IK) are :class:`MpPlanning`, a
+function of the observation it is given; ``reset`` plans and waits, a re-plan is asked for when
+the hand has opened, for the cube as seen then, and the hand stays open until the plan is taken
+(``PLAN_LATENCY`` later in deterministic runs, when it arrives on the robot).
+
 Hyperparameters (:data:`MP_PARAMETERS`, with the intervals BO searches): §VI "MP: hyperparameters
 that control the speed of movement to the goal location on the planned path" (``path_speed``,
 ``correction_gain``, ``correction_duration``) plus the PD gains, the squeeze and the phase times.
@@ -59,6 +65,7 @@ import numpy as np
 from trifinger_controllers import cube
 from trifinger_controllers import grasps as grasp_lib
 from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.grasp_planner import GraspPlanner
 from trifinger_controllers.grasps import Grasp
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
@@ -95,6 +102,9 @@ N_SAMPLED_GRASPS = 10
 GOAL_YAWS = (0.0, 15.0, -15.0, 30.0, -30.0, 45.0, -45.0, 60.0, -60.0, 90.0, -90.0)
 #: Goal region of level 4: fractions of the rotation to the goal orientation, in that order.
 GOAL_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.0)
+#: Deterministic runs: a re-plan is taken this long [s] after it was asked for (planning takes
+#: about 0.1 s of wall time per grasp attempt at level 3, 0.04 s at level 4; grasp_planner.py).
+PLAN_LATENCY = 0.3
 
 MP_PARAMETERS = ParameterSet("mp", [
     Parameter("path_speed", 0.05, 0.01, 0.3, "cube speed along the planned path [m/s]", log=True),
@@ -162,6 +172,159 @@ class JointTrajectory:
         return (1 - a) * self.waypoints[k - 1] + a * self.waypoints[k]
 
 
+@dataclass(frozen=True)
+class MpPlan:
+    """What :class:`MpPlanning` hands to the controller: the grasp, the path (squeezed joint
+    positions), the planner that found it (on the planning thread's kinematics), every attempt,
+    and the approach: joint positions (3, 9) with the tips raised straight up, over the
+    pre-grasp positions and beside the contacts, and those holding the plan's last pose. The
+    grasp and path are None if no grasp is reachable."""
+
+    grasp: Optional[Grasp]
+    plan: Optional[Plan]
+    planner: Optional[GraspPathPlanner]
+    attempts: List[PlanningAttempt]
+    approach: Optional[np.ndarray] = None
+    target_joints: Optional[np.ndarray] = None
+
+
+def squeezed_joints(kinematics: FingerKinematics, grasp: Grasp, squeeze: float, position: np.ndarray,
+                    orientation: np.ndarray, q_seed: np.ndarray) -> np.ndarray:
+    """Joint positions commanding the fingertips ``squeeze`` [m] inside the faces at a cube pose."""
+    targets = cube.rotate(orientation, grasp.tip_offsets(squeeze)) + position
+    return kinematics.inverse_kinematics(targets, q_seed, iterations=60)
+
+
+@dataclass(frozen=True)
+class MpPlanning:
+    """MP's grasp selection and path planning (§IV-A) for an observation, run by the
+    GraspPlanner off the control call with its own kinematics; ``rng`` (the controller's, handed
+    over with each request) seeds the planner and PG's sampled grasps."""
+
+    grasp_source: GraspSource
+    params: ParameterSet
+    level: int
+    planner_config: PlannerConfig
+
+    def __call__(self, observation: Observation, kinematics: FingerKinematics,
+                 rng: np.random.Generator) -> MpPlan:
+        attempts: List[PlanningAttempt] = []
+        grasp, plan, planner = self.select_grasp_and_plan(observation, kinematics, rng, attempts)
+        if plan is None:
+            return MpPlan(None, None, None, attempts)
+        q = np.asarray(observation.robot.position, dtype=float)
+        start = plan.pose(0)
+        beside = cube.to_world(start, grasp.tip_offsets(-APPROACH_CLEARANCE))
+        safe_height = float(np.max(cube.corners(start)[:, 2])) + APPROACH_HEIGHT
+        raised = kinematics.tip_positions(q)                  # straight up, clear of the cube
+        raised[:, 2] = np.maximum(raised[:, 2], safe_height)
+        above = beside.copy()                                 # over the pre-grasp positions
+        above[:, 2] = np.maximum(above[:, 2], safe_height)
+        q_raised = kinematics.inverse_kinematics(raised, q)
+        q_above = kinematics.inverse_kinematics(above, q_raised)
+        q_beside = kinematics.inverse_kinematics(beside, q_above)
+        target = planner.configuration(plan.positions[-1], plan.orientations[-1], plan.joint_positions[-1])
+        if target is None:  # (the plan's last pose is valid: a different IK branch)
+            target = plan.joint_positions[-1]
+        return MpPlan(grasp, plan, planner, attempts, np.stack([q_raised, q_above, q_beside]), target)
+
+    def goal_poses(self, observation: Observation) -> List[CubePose]:
+        """The goal region the planner may end in, in order of preference; the goal is raised
+        to ``lift_height`` above the floor if it is lower (no dragging on the floor). Levels 1-3 ignore
+        the orientation: the goal position with the cube's current orientation turned about
+        the vertical by up to ``GOAL_YAWS`` (the turn lets the fingers reach goals near the
+        arena's edge). Level 4: the goal orientation, then orientations between it and the
+        current one ("the planner may have only found a point near the goal for which the grasp
+        is valid", §VII)."""
+        position = np.asarray(observation.goal.position, float).copy()
+        position[2] = max(position[2], CUBE_WIDTH / 2 + self.params.lift_height)
+        current = cube.normalize(observation.cube.orientation)
+        if self.level == 4:
+            goal = cube.normalize(observation.goal.orientation)
+            rotvec = cube.relative_rotation_vector(current, goal)
+            return [CubePose(position, cube.normalize(cube.multiply(cube.from_rotation_vector(f * rotvec), current)))
+                    for f in GOAL_FRACTIONS]
+        return [CubePose(position, cube.normalize(cube.multiply(cube.from_yaw(np.deg2rad(a)), current)))
+                for a in GOAL_YAWS]
+
+    def candidates(self, observation: Observation, kinematics: FingerKinematics,
+                   rng: np.random.Generator) -> Iterator[Grasp]:
+        """The grasps to plan with, lazily. PG: the heuristic grasps reachable at the start and
+        the goal first, then the other heuristic grasps reachable at the start (the planner may
+        turn the cube at the goal), then sampled force-closure grasps."""
+        pose, goal = observation.cube, observation.goal
+        source = self.grasp_source
+        if isinstance(source, Grasp):
+            yield source
+        elif callable(source):
+            yield source(observation)
+        elif source != "pg":
+            try:
+                yield grasp_lib.make_grasp(source, pose, goal, kinematics, level=self.level)
+            except grasp_lib.GraspError:
+                return
+        else:
+            seen: List[np.ndarray] = []
+            for grasp in itertools.chain(
+                    grasp_lib.heuristic_candidates(pose, goal, kinematics, level=self.level),
+                    grasp_lib.heuristic_candidates(pose, None, kinematics, level=self.level)):
+                if not any(np.array_equal(grasp.contact_points, s) for s in seen):
+                    seen.append(grasp.contact_points)
+                    yield grasp
+            yield from grasp_lib.sample_force_closure_grasps(
+                rng, N_SAMPLED_GRASPS, cube_pose=pose, kinematics=kinematics, level=self.level)
+
+    def select_grasp_and_plan(self, observation: Observation, kinematics: FingerKinematics,
+                              rng: np.random.Generator, attempts: List[PlanningAttempt]):
+        """(grasp, plan, planner) of the first candidate with a path to the goal region; every
+        attempt is appended to ``attempts``.
+
+        If no candidate has one, the first ``RELAXED_ATTEMPTS`` candidates are planned again
+        without the collision checks (a given TG/CG/OG grasp is then still executed, as in the
+        paper's mix and match); failing that, the first candidate that can hold the cube where
+        it is gets a one-pose plan (the appended segments then move it); (None, None, None) if
+        no grasp is reachable at all.
+
+        The planner checks the grasp with the fingertips touching the faces (the real contact
+        geometry); the plan's joint positions are then re-solved for the commanded targets
+        ``squeeze`` inside the faces (benchmark-rrc "tightens" its planned grasp likewise)."""
+        start = CubePose(np.asarray(observation.cube.position, float),
+                         cube.normalize(observation.cube.orientation))
+        goals = self.goal_poses(observation)
+        q = np.asarray(observation.robot.position, dtype=float)
+        tried: List[Grasp] = []
+        fallback = None
+        relaxed = dataclasses.replace(self.planner_config, check_collisions=False)
+        passes = itertools.chain(((g, self.planner_config) for g in self.candidates(observation, kinematics, rng)),
+                                 ((g, relaxed) for g in itertools.islice(tried, RELAXED_ATTEMPTS)))
+        for grasp, base in passes:
+            if base is self.planner_config:
+                tried.append(grasp)
+            config = dataclasses.replace(base, max_time=self.params.planning_time,
+                                         seed=int(rng.integers(2 ** 31)))
+            planner = GraspPathPlanner(kinematics, grasp.tip_offsets(0.0), config)
+            t0 = time.perf_counter()
+            plan = planner.plan(start, goals, q)
+            attempts.append(PlanningAttempt(
+                grasp.name, time.perf_counter() - t0, plan is not None,
+                0 if plan is None else plan.iterations, relaxed=not base.check_collisions))
+            if plan is not None:
+                return grasp, self.squeezed(plan, grasp, kinematics), planner
+            if fallback is None:
+                q_start = planner.configuration(start.position, start.orientation, q)
+                if q_start is not None:
+                    one = Plan(start.position[None], start.orientation[None], q_start[None],
+                               planner.tip_targets(start.position, start.orientation)[None])
+                    fallback = (grasp, self.squeezed(one, grasp, kinematics), planner)
+        return fallback if fallback is not None else (None, None, None)
+
+    def squeezed(self, plan: Plan, grasp: Grasp, kinematics: FingerKinematics) -> Plan:
+        """``plan`` with joint positions for the squeezed fingertip targets."""
+        joints = np.array([squeezed_joints(kinematics, grasp, self.params.squeeze, p, o, q) for p, o, q in
+                           zip(plan.positions, plan.orientations, plan.joint_positions)])
+        return dataclasses.replace(plan, joint_positions=joints)
+
+
 class MotionPlanningController(Controller):
     """MP of §IV-A with a planned (PG) or given grasp, 500 Hz.
 
@@ -195,6 +358,9 @@ class MotionPlanningController(Controller):
         self.planner_config = planner_config if planner_config is not None else PlannerConfig()
         self.kp = self.params.kp * KP_PROFILE
         self.kd = self.params.kd * KD_PROFILE
+        self.grasp_planner: GraspPlanner[MpPlan] = GraspPlanner(
+            MpPlanning(grasp, self.params, self.level, self.planner_config), self.kin, PLAN_LATENCY,
+            name="mp-grasp-planner")
         self.planning_attempts: List[PlanningAttempt] = []
         self.grasp: Optional[Grasp] = None
         self.plan: Optional[Plan] = None
@@ -202,6 +368,9 @@ class MotionPlanningController(Controller):
         self.regrasps = 0
         self._rng = np.random.default_rng(self.seed)
         self._episode = 0
+
+    def set_asynchronous_planning(self, enabled: bool) -> None:
+        self.grasp_planner.asynchronous = bool(enabled)
 
     # ----------------------------------------------------------------------------- episode
     def reset(self, observation: Observation) -> None:
@@ -211,11 +380,12 @@ class MotionPlanningController(Controller):
         self.regrasps = 0
         self._rng = np.random.default_rng([self.seed, self._episode])
         self._episode += 1
-        self._start(observation)
+        self._start(observation, self.grasp_planner.plan(observation, rng=self._rng))
 
-    def _start(self, observation: Observation) -> None:
-        """Plan from the observed cube pose and approach the grasp (reset and re-grasps)."""
-        self.grasp, self.plan, self.planner = self._select_grasp_and_plan(observation)
+    def _start(self, observation: Observation, planned: MpPlan) -> None:
+        """Approach the grasp of ``planned`` and follow its path (reset and re-grasps)."""
+        self.grasp, self.plan, self.planner = planned.grasp, planned.plan, planned.planner
+        self.planning_attempts.extend(planned.attempts)
         if self.planner is not None:
             # the corrections may command the cube a little into the floor (pressing it down)
             # and stretch a finger a little beyond its reach (the squeeze keeps the contact)
@@ -233,22 +403,10 @@ class MotionPlanningController(Controller):
             self._holding = False
             return
         self._holding = True
-        start = self.plan.pose(0)
-        beside = cube.to_world(start, self.grasp.tip_offsets(-APPROACH_CLEARANCE))
-        safe_height = float(np.max(cube.corners(start)[:, 2])) + APPROACH_HEIGHT
-        tips = self.kin.tip_positions(q)
-        raised = tips.copy()                                  # straight up, clear of the cube
-        raised[:, 2] = np.maximum(raised[:, 2], safe_height)
-        above = beside.copy()                                 # over the pre-grasp positions
-        above[:, 2] = np.maximum(above[:, 2], safe_height)
-        q_raised = self.kin.inverse_kinematics(raised, q)
-        q_above = self.kin.inverse_kinematics(above, q_raised)
-        q_beside = self.kin.inverse_kinematics(beside, q_above)
         t_approach = now + np.cumsum(APPROACH_SPLIT) * self.params.approach_time
         t_close = now + self.params.approach_time + self.params.close_time
         times = [now, *t_approach, t_close, t_close + SETTLE_TIME]
-        waypoints = [q, q_raised, q_above, q_beside, self.plan.joint_positions[0],
-                     self.plan.joint_positions[0]]
+        waypoints = [q, *planned.approach, self.plan.joint_positions[0], self.plan.joint_positions[0]]
         # the planned waypoints follow at path_speed
         steps = (np.linalg.norm(np.diff(self.plan.positions, axis=0), axis=1)
                  + self.planner_config.rotation_weight
@@ -262,111 +420,8 @@ class MotionPlanningController(Controller):
         # the orientation the corrections hold: the goal's at level 4, else the plan's last
         self._final_orientation = (cube.normalize(observation.goal.orientation) if self.level == 4
                                    else self._target_orientation.copy())
-        self._target_joints = self.planner.configuration(self._target_position, self._target_orientation,
-                                                         self.plan.joint_positions[-1])
-        if self._target_joints is None:  # (the plan's last pose is valid: a different IK branch)
-            self._target_joints = self.plan.joint_positions[-1]
+        self._target_joints = planned.target_joints
         self.phase = Phase.APPROACH
-
-    # ----------------------------------------------------------------------------- planning
-    def _goal_poses(self, observation: Observation) -> List[CubePose]:
-        """The goal region the planner may end in, in order of preference; the goal is raised
-        to ``lift_height`` above the floor if it is lower (no dragging on the floor). Levels 1-3 ignore
-        the orientation: the goal position with the cube's current orientation turned about
-        the vertical by up to ``GOAL_YAWS`` (the turn lets the fingers reach goals near the
-        arena's edge). Level 4: the goal orientation, then orientations between it and the
-        current one ("the planner may have only found a point near the goal for which the grasp
-        is valid", §VII)."""
-        position = np.asarray(observation.goal.position, float).copy()
-        position[2] = max(position[2], CUBE_WIDTH / 2 + self.params.lift_height)
-        current = cube.normalize(observation.cube.orientation)
-        if self.level == 4:
-            goal = cube.normalize(observation.goal.orientation)
-            rotvec = cube.relative_rotation_vector(current, goal)
-            return [CubePose(position, cube.normalize(cube.multiply(cube.from_rotation_vector(f * rotvec), current)))
-                    for f in GOAL_FRACTIONS]
-        return [CubePose(position, cube.normalize(cube.multiply(cube.from_yaw(np.deg2rad(a)), current)))
-                for a in GOAL_YAWS]
-
-    def _candidates(self, observation: Observation) -> Iterator[Grasp]:
-        """The grasps to plan with, lazily. PG: the heuristic grasps reachable at the start and
-        the goal first, then the other heuristic grasps reachable at the start (the planner may
-        turn the cube at the goal), then sampled force-closure grasps."""
-        pose, goal = observation.cube, observation.goal
-        source = self.grasp_source
-        if isinstance(source, Grasp):
-            yield source
-        elif callable(source):
-            yield source(observation)
-        elif source != "pg":
-            try:
-                yield grasp_lib.make_grasp(source, pose, goal, self.kin, level=self.level)
-            except grasp_lib.GraspError:
-                return
-        else:
-            seen: List[np.ndarray] = []
-            for grasp in itertools.chain(
-                    grasp_lib.heuristic_candidates(pose, goal, self.kin, level=self.level),
-                    grasp_lib.heuristic_candidates(pose, None, self.kin, level=self.level)):
-                if not any(np.array_equal(grasp.contact_points, s) for s in seen):
-                    seen.append(grasp.contact_points)
-                    yield grasp
-            yield from grasp_lib.sample_force_closure_grasps(
-                self._rng, N_SAMPLED_GRASPS, cube_pose=pose, kinematics=self.kin, level=self.level)
-
-    def _select_grasp_and_plan(self, observation: Observation):
-        """(grasp, plan, planner) of the first candidate with a path to the goal region.
-
-        If no candidate has one, the first ``RELAXED_ATTEMPTS`` candidates are planned again
-        without the collision checks (a given TG/CG/OG grasp is then still executed, as in the
-        paper's mix and match); failing that, the first candidate that can hold the cube where
-        it is gets a one-pose plan (the appended segments then move it); (None, None, None) if
-        no grasp is reachable at all.
-
-        The planner checks the grasp with the fingertips touching the faces (the real contact
-        geometry); the plan's joint positions are then re-solved for the commanded targets
-        ``squeeze`` inside the faces (benchmark-rrc "tightens" its planned grasp likewise)."""
-        start = CubePose(np.asarray(observation.cube.position, float),
-                         cube.normalize(observation.cube.orientation))
-        goals = self._goal_poses(observation)
-        q = np.asarray(observation.robot.position, dtype=float)
-        tried: List[Grasp] = []
-        fallback = None
-        relaxed = dataclasses.replace(self.planner_config, check_collisions=False)
-        passes = itertools.chain(((g, self.planner_config) for g in self._candidates(observation)),
-                                 ((g, relaxed) for g in itertools.islice(tried, RELAXED_ATTEMPTS)))
-        for grasp, base in passes:
-            if base is self.planner_config:
-                tried.append(grasp)
-            config = dataclasses.replace(base, max_time=self.params.planning_time,
-                                         seed=int(self._rng.integers(2 ** 31)))
-            planner = GraspPathPlanner(self.kin, grasp.tip_offsets(0.0), config)
-            t0 = time.perf_counter()
-            plan = planner.plan(start, goals, q)
-            self.planning_attempts.append(PlanningAttempt(
-                grasp.name, time.perf_counter() - t0, plan is not None,
-                0 if plan is None else plan.iterations, relaxed=not base.check_collisions))
-            if plan is not None:
-                return grasp, self._squeezed(plan, grasp), planner
-            if fallback is None:
-                q_start = planner.configuration(start.position, start.orientation, q)
-                if q_start is not None:
-                    one = Plan(start.position[None], start.orientation[None], q_start[None],
-                               planner.tip_targets(start.position, start.orientation)[None])
-                    fallback = (grasp, self._squeezed(one, grasp), planner)
-        return fallback if fallback is not None else (None, None, None)
-
-    def _command(self, grasp: Grasp, position: np.ndarray, orientation: np.ndarray,
-                 q_seed: np.ndarray) -> np.ndarray:
-        """Joint positions commanding the fingertips ``squeeze`` inside the faces at a cube pose."""
-        targets = cube.rotate(orientation, grasp.tip_offsets(self.params.squeeze)) + position
-        return self.kin.inverse_kinematics(targets, q_seed, iterations=60)
-
-    def _squeezed(self, plan: Plan, grasp: Grasp) -> Plan:
-        """``plan`` with joint positions for the squeezed fingertip targets."""
-        joints = np.array([self._command(grasp, p, o, q) for p, o, q in
-                           zip(plan.positions, plan.orientations, plan.joint_positions)])
-        return dataclasses.replace(plan, joint_positions=joints)
 
     # ----------------------------------------------------------------------------- control
     def _torque(self, observation: Observation) -> np.ndarray:
@@ -391,8 +446,11 @@ class MotionPlanningController(Controller):
             return
         if self.phase == Phase.RELEASE:
             if t >= self.trajectory.end_time:
-                self.regrasps += 1
-                self._start(observation)
+                # planned off this call for the cube as seen now; the hand stays open until then
+                planned = self.grasp_planner.poll(observation, rng=self._rng)
+                if planned is not None:
+                    self.regrasps += 1
+                    self._start(observation, planned)
             return
         if self.phase == Phase.FOLLOW and t >= self.trajectory.end_time:
             self.phase = Phase.CORRECT
@@ -417,7 +475,7 @@ class MotionPlanningController(Controller):
                                        self._target_joints, target, orientation)
         duration = self.params.correction_duration
         if samples:
-            qs = [self._command(self.grasp, p, o, q) for p, o, q in samples]
+            qs = [squeezed_joints(self.kin, self.grasp, self.params.squeeze, p, o, q) for p, o, q in samples]
             times = t + duration * np.arange(1, len(qs) + 1) / len(qs)
             self.trajectory = JointTrajectory(np.concatenate([[t], times]),
                                               np.concatenate([[self.trajectory(t)], qs]))

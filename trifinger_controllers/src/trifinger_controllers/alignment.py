@@ -75,20 +75,8 @@ class SlideToCentre(CartesianImpedanceController):
     def __init__(self, grasp: GraspSpec = "cg", params: Optional[ParameterSet] = None,
                  kinematics: Optional[FingerKinematics] = None, tolerance: float = 0.01) -> None:
         params = (params or CIC_PARAMETERS).replace(lift_height=0.0)
-        kinematics = kinematics if kinematics is not None else FingerKinematics()
-        if isinstance(grasp, str):
-            names = (grasp,) + tuple(n for n in self.FALLBACK if n != grasp)
-            sources = [grasps.grasp_source(n, kinematics, 1) for n in names]
-
-            def first_reachable(observation: Observation) -> grasps.Grasp:
-                for source in sources[:-1]:
-                    try:
-                        return source(observation)
-                    except grasps.GraspError:
-                        continue
-                return sources[-1](observation)
-
-            grasp = first_reachable
+        if isinstance(grasp, str):  # the first reachable of these
+            grasp = (grasp,) + tuple(n for n in self.FALLBACK if n != grasp)
         super().__init__(grasp, params, kinematics, level=1)
         self.tolerance = float(tolerance)
         self.done = False

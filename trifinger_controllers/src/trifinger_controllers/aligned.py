@@ -1,0 +1,293 @@
+"""A policy preceded by the cube alignment primitives (paper 004 §IV-D: "These primitives
+consisted of heuristic grasps and movements to (1) slide the cube to the center of the
+workspace, (2) perform a 90 degree rotation to change the upward face of the cube, and (3) perform
+a yaw rotation. Following this sequence, the cube is grasped and moved to the goal pose.").
+
+:func:`plan` decides from the (filtered) cube pose and the goal which primitives of
+:mod:`alignment` are needed, predicting each one's ideal outcome, in this order:
+
+* flips when the goal's up face (the most upward face of the goal orientation) is not the cube's:
+  one when it is a side face (that face is pushed up), two when it is the bottom face (first a
+  side face: of the four, the one that needs the fewest steps in all, then leaves the least yaw).
+  A flip rolls the cube one width (6.5 cm) away from the pushed face; when a flip would start or
+  land more than ``slide_distance`` from the centre, a slide first moves the cube towards the
+  pushed face, so that it lands as far beyond the centre;
+* a slide to the centre when no flip is needed and the cube is more than ``slide_distance`` from
+  it (7 cm: the policies' grasps are reachable in the task's 5 cm start disc, task.INITIAL_RADIUS,
+  and a flip from the centre lands 6.5 cm out);
+* yaw turns when the remaining yaw, from the cube's resting orientation to the goal's nearest
+  resting orientation (task.initial_pose's ``beta``), exceeds ``yaw_threshold_deg`` ("far off":
+  more than the policies turn in the grasp, see the README's measurement), in turns of at most
+  ``max_turn_deg`` (the fingers' reach).
+
+:class:`AlignedController` runs the first planned primitive until its ``done`` or its timeout,
+re-plans from the (filtered) pose then, and so on; when nothing is left, after
+``max_primitives`` primitives or after ``max_seconds`` (the policy needs the rest of a 30 s
+evaluation episode), it resets the policy from the current observation and hands over. What
+remains for the policy is the goal's tilt out of its resting orientation (at most 54.7 deg; with
+Table II's initial errors of up to 35 deg the cube already has the goal's up face, and only the
+yaw can be aligned).
+
+Rates: the evaluation and the ROS node call ``compute`` every ``1000 / rate_hz`` physics steps,
+fixed for the episode, while the primitives run at 100 Hz and the policies at 100 (CIC), 200 (CPC)
+or 500 Hz (MP). The chain's ``rate_hz`` is that of the greatest common period (MP: 500 Hz, CPC:
+200 Hz, CIC: 100 Hz); each child is called on its own period (by the robot's step counter) and
+its torque is held on the calls in between, so every child sees exactly the calls it would see
+alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from trifinger_controllers import cube
+from trifinger_controllers.alignment import CENTRE, Flip, SlideToCentre, YawRotation
+from trifinger_controllers.controller import Controller
+from trifinger_controllers.grasps import GraspError
+from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.types import CUBE_WIDTH, N_JOINTS, PHYSICS_RATE, CubePose, Observation
+
+#: The primitives' rate [Hz] (all three are 100 Hz controllers).
+PRIMITIVE_RATE_HZ = 100.0
+_Z = np.array([0.0, 0.0, 1.0])
+
+
+class Primitive(enum.Enum):
+    SLIDE = "slide"
+    FLIP = "flip"
+    YAW = "yaw"
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One planned primitive: ``face`` is the side face a flip pushes to the top (cube frame,
+    cube.FACE_NORMALS order), ``angle`` [rad] a yaw turn about the vertical, ``target`` [m] the
+    horizontal position a slide goes to (the centre by default)."""
+
+    primitive: Primitive
+    face: Optional[int] = None
+    angle: float = 0.0
+    target: Tuple[float, float] = (0.0, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentConfig:
+    """When the chain aligns and how long it may try (module docstring)."""
+
+    yaw_threshold_deg: float = 15.0
+    max_turn_deg: float = 45.0
+    slide_distance: float = 0.07
+    slide_timeout: float = 10.0
+    flip_timeout: float = 8.0
+    yaw_timeout: float = 10.0
+    max_primitives: int = 8
+    max_seconds: float = 20.0
+
+    def __post_init__(self) -> None:
+        for key in ("yaw_threshold_deg", "max_turn_deg", "slide_distance", "slide_timeout",
+                    "flip_timeout", "yaw_timeout", "max_seconds"):
+            value = getattr(self, key)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"alignment: {key} must be positive and finite, got {value!r}")
+        if not self.yaw_threshold_deg < self.max_turn_deg <= 90.0:
+            raise ValueError(f"alignment: need yaw_threshold_deg < max_turn_deg <= 90, got "
+                             f"{self.yaw_threshold_deg!r} and {self.max_turn_deg!r}")
+        if int(self.max_primitives) < 0:
+            raise ValueError(f"alignment: max_primitives must be >= 0, got {self.max_primitives!r}")
+
+    def timeout(self, primitive: Primitive) -> float:
+        """Longest run [s] of ``primitive`` before the chain re-plans."""
+        return {Primitive.SLIDE: self.slide_timeout, Primitive.FLIP: self.flip_timeout,
+                Primitive.YAW: self.yaw_timeout}[primitive]
+
+
+# ------------------------------------------------------------------------------ planning
+def side_faces(orientation: np.ndarray) -> List[int]:
+    """The four faces of a resting cube whose normals are horizontal (cube frame indices)."""
+    normals = cube.rotate(orientation, cube.FACE_NORMALS)
+    return [f for f in range(6) if abs(normals[f][2]) < 0.5]
+
+
+def flipped(orientation: np.ndarray, face: int) -> np.ndarray:
+    """The resting orientation after the ideal :class:`alignment.Flip` of side ``face``: a
+    90 deg roll about the bottom edge opposite the face, which brings the face on top."""
+    n = cube.rotate(orientation, cube.FACE_NORMALS[face])
+    n = np.array([n[0], n[1], 0.0])
+    axis = np.cross(_Z, -n / np.linalg.norm(n))
+    return cube.nearest_resting_orientation(
+        cube.multiply(cube.from_axis_angle(axis, np.pi / 2), orientation))
+
+
+def yaw_error(orientation: np.ndarray, goal_orientation: np.ndarray) -> float:
+    """Signed turn [rad, -pi..pi] about the vertical from the resting orientation nearest to
+    ``orientation`` to the one nearest to ``goal_orientation`` (both with the same up face)."""
+    relative = cube.relative(cube.nearest_resting_orientation(orientation),
+                             cube.nearest_resting_orientation(goal_orientation))
+    angle = 2.0 * math.atan2(float(relative[2]), float(relative[3]))
+    return float(np.angle(np.exp(1j * angle)))
+
+
+def _horizontal_normal(orientation: np.ndarray, face: int) -> np.ndarray:
+    n = cube.rotate(orientation, cube.FACE_NORMALS[face])[:2]
+    return n / np.linalg.norm(n)
+
+
+def _flips(position: np.ndarray, orientation: np.ndarray, faces: Sequence[int],
+           config: AlignmentConfig) -> Tuple[List[Step], np.ndarray, np.ndarray]:
+    """The steps that push ``faces`` up in turn from ``position`` (horizontal, from the centre)
+    and ``orientation``, and the predicted position and orientation after them. A flip rolls the
+    cube one width away from the pushed face; when it would start or land more than
+    ``slide_distance`` from the centre, a slide first moves the cube towards the pushed face so
+    that the flips rolling the same way from there end as far beyond the centre as they start
+    before it (one flip: half a width either side; two: a width)."""
+    rolls, turned = [], orientation
+    for face in faces:
+        rolls.append(-_horizontal_normal(turned, face))
+        turned = flipped(turned, face)
+    steps: List[Step] = []
+    for i, face in enumerate(faces):
+        if i == 0 or rolls[i] @ rolls[i - 1] < 0.99:    # a run of flips rolling the same way
+            run = 1
+            while i + run < len(rolls) and rolls[i + run] @ rolls[i] > 0.99:
+                run += 1
+            stops = position + CUBE_WIDTH * np.arange(run + 1)[:, None] * rolls[i]
+            if np.linalg.norm(stops, axis=1).max() > config.slide_distance:
+                position = -0.5 * run * CUBE_WIDTH * rolls[i]
+                steps.append(Step(Primitive.SLIDE, target=(float(position[0]), float(position[1]))))
+        steps.append(Step(Primitive.FLIP, face=face))
+        orientation, position = flipped(orientation, face), position + CUBE_WIDTH * rolls[i]
+    return steps, position, orientation
+
+
+def plan(pose: CubePose, goal: CubePose, config: Optional[AlignmentConfig] = None) -> List[Step]:
+    """The primitives that bring the cube at ``pose`` to ``goal``'s up face and yaw, in order
+    (empty: hand over to the policy), predicted with each primitive's ideal outcome; of the ways
+    to turn the cube upside down, the one with the fewest steps, then the least yaw left. See
+    the module docstring."""
+    config = config or AlignmentConfig()
+    position = np.asarray(pose.position[:2], float) - CENTRE[:2]
+    orientation = cube.nearest_resting_orientation(pose.orientation)
+    target = cube.nearest_resting_orientation(goal.orientation)
+    up, wanted = cube.up_face(orientation), cube.up_face(target)
+    if wanted == up:
+        choices: List[List[int]] = [[]]
+    elif wanted == cube.OPPOSITE_FACE[up]:
+        choices = [[first, wanted] for first in side_faces(orientation)]
+    else:
+        choices = [[wanted]]
+    best: Optional[Tuple[Tuple[int, float], List[Step]]] = None
+    for faces in choices:
+        steps, end, turned = _flips(position, orientation, faces, config)
+        if not faces and np.linalg.norm(end) > config.slide_distance:
+            steps.append(Step(Primitive.SLIDE))
+        turn = yaw_error(turned, target)
+        if abs(turn) > math.radians(config.yaw_threshold_deg):
+            count = math.ceil(abs(turn) / math.radians(config.max_turn_deg))
+            steps.extend(Step(Primitive.YAW, angle=turn / count) for _ in range(count))
+        if best is None or (len(steps), abs(turn)) < best[0]:
+            best = ((len(steps), abs(turn)), steps)
+    assert best is not None
+    return best[1]
+
+
+# ------------------------------------------------------------------------------ the chain
+@dataclasses.dataclass
+class StepRecord:
+    """One primitive the chain ran: ``done`` if it finished before its timeout; ``error`` if it
+    could not start (e.g. no reachable grasp: the chain then hands over)."""
+
+    step: Step
+    start: float
+    end: Optional[float] = None
+    done: bool = False
+    error: Optional[str] = None
+
+
+def _period(controller: Controller) -> int:
+    return max(1, int(round(PHYSICS_RATE / float(controller.rate_hz))))
+
+
+class AlignedController(Controller):
+    """``policy`` preceded by the alignment primitives that :func:`plan` asks for (module
+    docstring). Name ``"<policy>+align"``; :attr:`records` lists the primitives run,
+    :attr:`handover` the simulated time [s] the policy took over (None before)."""
+
+    def __init__(self, policy: Controller, config: Optional[AlignmentConfig] = None,
+                 kinematics: Optional[FingerKinematics] = None) -> None:
+        self.policy = policy
+        self.config = config or AlignmentConfig()
+        self.kin = kinematics or getattr(policy, "kin", None) or FingerKinematics()
+        self.name = f"{policy.name}+align"
+        self._policy_period = _period(policy)
+        self._primitive_period = max(1, int(round(PHYSICS_RATE / PRIMITIVE_RATE_HZ)))
+        self.rate_hz = PHYSICS_RATE / math.gcd(self._policy_period, self._primitive_period)
+        self.records: List[StepRecord] = []
+        self.handover: Optional[float] = None
+        self._active: Controller = policy
+        self._active_period = self._policy_period
+        self._next_step = 0
+        self._torque_held = np.zeros(N_JOINTS)
+        self._start = 0.0
+        self._asynchronous = False
+
+    def set_asynchronous_planning(self, enabled: bool) -> None:
+        """Forwarded to the policy and to every primitive the chain starts."""
+        self._asynchronous = bool(enabled)
+        self.policy.set_asynchronous_planning(enabled)
+
+    def reset(self, observation: Observation) -> None:
+        self.records = []
+        self.handover = None
+        self._start = observation.robot.time
+        self._torque_held = np.zeros(N_JOINTS)
+        self._next(observation)
+
+    def _primitive(self, step: Step) -> Controller:
+        if step.primitive is Primitive.SLIDE:
+            return SlideToCentre(kinematics=self.kin, target=step.target)
+        if step.primitive is Primitive.FLIP:
+            return Flip(face=step.face, kinematics=self.kin)
+        return YawRotation(step.angle, kinematics=self.kin)
+
+    def _next(self, observation: Observation) -> None:
+        """Start the next planned primitive, or hand over to the policy."""
+        t = observation.robot.time
+        steps = plan(observation.cube, observation.goal, self.config)
+        out_of_budget = (len(self.records) >= self.config.max_primitives
+                         or t - self._start >= self.config.max_seconds)
+        if steps and not out_of_budget:
+            record = StepRecord(steps[0], start=t)
+            self.records.append(record)
+            primitive = self._primitive(steps[0])
+            primitive.set_asynchronous_planning(self._asynchronous)
+            try:
+                primitive.reset(observation)
+            except (GraspError, ValueError) as exc:   # no reachable grasp, no such side face
+                record.end, record.error = t, f"{type(exc).__name__}: {exc}"
+            else:
+                self._activate(primitive, self._primitive_period, observation)
+                return
+        self.handover = t
+        self.policy.reset(observation)
+        self._activate(self.policy, self._policy_period, observation)
+
+    def _activate(self, controller: Controller, period: int, observation: Observation) -> None:
+        self._active = controller
+        self._active_period = period
+        self._next_step = observation.robot.step
+
+    def _torque(self, observation: Observation) -> np.ndarray:
+        if self.handover is None:
+            record = self.records[-1]
+            finished = bool(getattr(self._active, "done", False))
+            if finished or observation.robot.time - record.start >= self.config.timeout(record.step.primitive):
+                record.end, record.done = observation.robot.time, finished
+                self._next(observation)
+        if observation.robot.step >= self._next_step:
+            self._torque_held = self._active.compute(observation)
+            self._next_step = observation.robot.step + self._active_period
+        return self._torque_held

@@ -65,15 +65,16 @@ TIME_TOLERANCE = 1e-9
 @dataclass(frozen=True)
 class PlanRecord:
     """One selection: asked for at simulated time ``requested`` [s] and taken by the controller at
-    ``taken`` [s]; ``seconds`` of wall time on the worker thread ``thread``; ``wait_seconds`` the
-    wall time the taking call (or ``reset``) waited for it; ``error`` the selection's exception
-    (type: message) if it raised."""
+    ``taken`` [s] (``reset``: by reset, else by the control call at that time); ``seconds`` of
+    wall time on the worker thread ``thread``; ``wait_seconds`` the wall time the taking call (or
+    reset) waited for it; ``error`` the selection's exception (type: message) if it raised."""
 
     requested: float
     taken: float
     seconds: float
     wait_seconds: float
     thread: str
+    reset: bool = False
     error: Optional[str] = None
 
 
@@ -142,7 +143,8 @@ class GraspPlanner(Generic[T]):
         """The plan for ``observation``, waited for (``reset``: not a control call); a plan still
         pending from before is dropped. Raises the selection's exception."""
         self._pending = None
-        return self._take(_Job(self.select, copy.deepcopy(observation), inputs), observation.robot.time)
+        return self._take(_Job(self.select, copy.deepcopy(observation), inputs), observation.robot.time,
+                          reset=True)
 
     def poll(self, observation: Observation, **inputs: Any) -> Optional[T]:
         """Call at every control call while waiting for a plan: the first call asks for it, for
@@ -173,13 +175,13 @@ class GraspPlanner(Generic[T]):
         job.submitted = True
         self._jobs.put(job)
 
-    def _take(self, job: _Job, t: float) -> T:
+    def _take(self, job: _Job, t: float, reset: bool = False) -> T:
         """The plan of ``job`` (run now if it was not handed over yet), recorded."""
         start = time.perf_counter()
         self._submit(job)
         error = job.future.exception()          # waits for the worker
         waited = time.perf_counter() - start
-        self.records.append(PlanRecord(job.requested, float(t), job.seconds, waited, job.thread,
+        self.records.append(PlanRecord(job.requested, float(t), job.seconds, waited, job.thread, reset,
                                        None if error is None else f"{type(error).__name__}: {error}"))
         if error is not None:
             raise error

@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--fci-seconds", type=float, default=60.0,
                         help="seconds of each fci_bridge run (two runs)")
     parser.add_argument("--trifinger-trials", type=int, default=20, help="level-3/4 trials per pairing")
-    parser.add_argument("--mix-trials", type=int, default=5, help="trials per mix-and-match cell")
+    parser.add_argument("--mix-trials", type=int, default=15, help="trials per mix-and-match cell")
     parser.add_argument("--skip-trifinger", action="store_true", help="leave out the TriFinger benchmark")
     args = parser.parse_args()
     limits = JointLimits.from_yaml()

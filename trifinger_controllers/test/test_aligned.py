@@ -5,6 +5,7 @@ import pytest
 
 from trifinger_controllers import cube, evaluation
 from trifinger_controllers.aligned import (
+    YAW_THRESHOLDS_DEG,
     AlignedController,
     AlignmentConfig,
     Primitive,
@@ -106,17 +107,22 @@ def test_an_upside_down_goal_needs_two_flips():
     assert cube.up_face(orientation) == cube.up_face(goal.orientation)
 
 
-def test_the_chain_runs_at_the_fastest_child_rate():
+def test_the_chain_runs_at_the_fastest_child_rate_with_the_policys_threshold():
     for name, rate in (("cic", 100.0), ("cpc", 200.0), ("mp", 500.0)):
         chain = AlignedController(make_controller(name, kinematics=KIN, level=4), kinematics=KIN)
         assert chain.rate_hz == rate and chain.name == f"{name}+align"
+        assert chain.config.yaw_threshold_deg == YAW_THRESHOLDS_DEG[name]
+    # CPC turns 60 deg in its grasp, CIC does not
+    goal = CubePose(GOAL_POSITION, cube.from_yaw(0.3 + np.deg2rad(60)))
+    assert plan(CubePose(START, YAW), goal, AlignmentConfig.for_policy("cpc+rpl")) == []
+    assert kinds(plan(CubePose(START, YAW), goal, AlignmentConfig.for_policy("cic"))) == [Primitive.YAW] * 2
 
 
 def test_bad_config():
     with pytest.raises(ValueError, match="yaw_threshold_deg"):
         AlignmentConfig(yaw_threshold_deg=-1.0)
     with pytest.raises(ValueError, match="max_turn_deg"):
-        AlignmentConfig(yaw_threshold_deg=50.0, max_turn_deg=45.0)
+        AlignmentConfig(max_turn_deg=120.0)
 
 
 def test_a_chained_episode_flips_the_cube_then_hands_over():

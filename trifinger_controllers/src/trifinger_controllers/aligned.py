@@ -17,7 +17,7 @@ a yaw rotation. Following this sequence, the cube is grasped and moved to the go
   and a flip from the centre lands 6.5 cm out);
 * yaw turns when the remaining yaw, from the cube's resting orientation to the goal's nearest
   resting orientation (task.initial_pose's ``beta``), exceeds ``yaw_threshold_deg`` ("far off":
-  more than the policies turn in the grasp, see the README's measurement), in turns of at most
+  more than the policy turns in its grasp, :data:`YAW_THRESHOLDS_DEG`), in turns of at most
   ``max_turn_deg`` (the fingers' reach).
 
 :class:`AlignedController` runs the first planned primitive until its ``done`` or its timeout,
@@ -47,12 +47,19 @@ import numpy as np
 from trifinger_controllers import cube
 from trifinger_controllers.alignment import CENTRE, Flip, SlideToCentre, YawRotation
 from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.cic import fit_to_limit, impedance_torques
 from trifinger_controllers.grasps import GraspError
 from trifinger_controllers.kinematics import FingerKinematics
-from trifinger_controllers.types import CUBE_WIDTH, N_JOINTS, PHYSICS_RATE, CubePose, Observation
+from trifinger_controllers.types import CUBE_WIDTH, N_FINGERS, N_JOINTS, PHYSICS_RATE, CubePose, Observation
 
 #: The primitives' rate [Hz] (all three are 100 Hz controllers).
 PRIMITIVE_RATE_HZ = 100.0
+#: "Far off" per policy [deg]: the yaw above which the chain turns the cube before the policy
+#: (README, "Alignment"; simulation, tracker model, pure yaw errors of 30-90 deg): CPC-TG ended
+#: within 2 deg of every one of them, so it turns only beyond 90 deg; CIC-CG kept 13 deg of 30
+#: and 50 and dropped the cube at 70 and 90, so it turns above 15 deg (the primitive leaves about
+#: 5); MP-PG turned 50 and 90 deg within 1 deg with the ideal camera. Other policies: the default.
+YAW_THRESHOLDS_DEG = {"cpc": 90.0, "cic": 15.0, "mp": 90.0}
 _Z = np.array([0.0, 0.0, 1.0])
 
 
@@ -60,6 +67,8 @@ class Primitive(enum.Enum):
     SLIDE = "slide"
     FLIP = "flip"
     YAW = "yaw"
+    #: Not planned: the chain lets go of the cube this way after a slide or a yaw (:class:`Release`).
+    RELEASE = "release"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,16 +102,22 @@ class AlignmentConfig:
             value = getattr(self, key)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"alignment: {key} must be positive and finite, got {value!r}")
-        if not self.yaw_threshold_deg < self.max_turn_deg <= 90.0:
-            raise ValueError(f"alignment: need yaw_threshold_deg < max_turn_deg <= 90, got "
-                             f"{self.yaw_threshold_deg!r} and {self.max_turn_deg!r}")
+        if self.max_turn_deg > 90.0:
+            raise ValueError(f"alignment: max_turn_deg must be at most 90, got {self.max_turn_deg!r}")
         if int(self.max_primitives) < 0:
             raise ValueError(f"alignment: max_primitives must be >= 0, got {self.max_primitives!r}")
+
+    @classmethod
+    def for_policy(cls, name: str, **overrides: float) -> "AlignmentConfig":
+        """The configuration with policy ``name``'s yaw threshold (:data:`YAW_THRESHOLDS_DEG`; a
+        residual ``"cpc+rpl"`` counts as its base) and ``overrides``."""
+        threshold = YAW_THRESHOLDS_DEG.get(name.split("+")[0], cls.yaw_threshold_deg)
+        return dataclasses.replace(cls(yaw_threshold_deg=threshold), **overrides)
 
     def timeout(self, primitive: Primitive) -> float:
         """Longest run [s] of ``primitive`` before the chain re-plans."""
         return {Primitive.SLIDE: self.slide_timeout, Primitive.FLIP: self.flip_timeout,
-                Primitive.YAW: self.yaw_timeout}[primitive]
+                Primitive.YAW: self.yaw_timeout, Primitive.RELEASE: 2 * Release.SECONDS}[primitive]
 
 
 # ------------------------------------------------------------------------------ planning
@@ -195,6 +210,44 @@ def plan(pose: CubePose, goal: CubePose, config: Optional[AlignmentConfig] = Non
 
 
 # ------------------------------------------------------------------------------ the chain
+class Release(Controller):
+    """Let go of a resting cube that a slide or a yaw turn still grasps: the fingertips back off
+    horizontally, ``DISTANCE`` [m] away from the cube's centre, then rise ``RISE`` [m]; ``done``
+    after ``SECONDS``. Without it the next controller's approach lifted the contacts off the cube
+    and dragged it onto an edge (measured: a CIC-CG episode at 35 deg, tipped at the handover)."""
+
+    name = "release"
+    rate_hz = PRIMITIVE_RATE_HZ
+    DISTANCE = 0.03
+    RISE = 0.03
+    SECONDS = 0.6
+
+    def __init__(self, kinematics: FingerKinematics) -> None:
+        self.kin = kinematics
+        self.done = False
+
+    def reset(self, observation: Observation) -> None:
+        tips = self.kin.tip_positions(observation.robot.position)
+        away = tips - np.asarray(observation.cube.position, float)
+        away[:, 2] = 0.0
+        self._away = away / np.maximum(np.linalg.norm(away, axis=1, keepdims=True), 1e-9)
+        self._tips = tips
+        self._t0 = observation.robot.time
+        self.done = False
+
+    def _torque(self, observation: Observation) -> np.ndarray:
+        q = observation.robot.position
+        s = (observation.robot.time - self._t0) / self.SECONDS
+        self.done = s >= 1.0
+        target = (self._tips + min(1.0, 2.0 * s) * self.DISTANCE * self._away
+                  + float(np.clip(2.0 * s - 1.0, 0.0, 1.0)) * self.RISE * _Z)
+        jac = self.kin.tip_jacobians(q)
+        velocity = np.einsum("fij,fj->fi", jac, observation.robot.velocity.reshape(N_FINGERS, 3))
+        tau = impedance_torques(None, jac, target - self.kin.tip_positions(q), velocity,
+                                np.full(3, Flip.STIFFNESS), Flip.DAMPING, isotropic=True)
+        return fit_to_limit(tau, self.kin.gravity(q).reshape(N_FINGERS, 3)).reshape(-1)
+
+
 @dataclasses.dataclass
 class StepRecord:
     """One primitive the chain ran: ``done`` if it finished before its timeout; ``error`` if it
@@ -213,13 +266,15 @@ def _period(controller: Controller) -> int:
 
 class AlignedController(Controller):
     """``policy`` preceded by the alignment primitives that :func:`plan` asks for (module
-    docstring). Name ``"<policy>+align"``; :attr:`records` lists the primitives run,
-    :attr:`handover` the simulated time [s] the policy took over (None before)."""
+    docstring; ``config`` defaults to :meth:`AlignmentConfig.for_policy`). Name
+    ``"<policy>+align"``; :attr:`records` lists the primitives run (with a :class:`Release` after
+    each slide and yaw turn), :attr:`handover` the simulated time [s] the policy took over (None
+    before)."""
 
     def __init__(self, policy: Controller, config: Optional[AlignmentConfig] = None,
                  kinematics: Optional[FingerKinematics] = None) -> None:
         self.policy = policy
-        self.config = config or AlignmentConfig()
+        self.config = config or AlignmentConfig.for_policy(policy.name)
         self.kin = kinematics or getattr(policy, "kin", None) or FingerKinematics()
         self.name = f"{policy.name}+align"
         self._policy_period = _period(policy)
@@ -247,6 +302,8 @@ class AlignedController(Controller):
         self._next(observation)
 
     def _primitive(self, step: Step) -> Controller:
+        if step.primitive is Primitive.RELEASE:
+            return Release(self.kin)
         if step.primitive is Primitive.SLIDE:
             return SlideToCentre(kinematics=self.kin, target=step.target)
         if step.primitive is Primitive.FLIP:
@@ -254,12 +311,17 @@ class AlignedController(Controller):
         return YawRotation(step.angle, kinematics=self.kin)
 
     def _next(self, observation: Observation) -> None:
-        """Start the next planned primitive, or hand over to the policy."""
+        """Start the next planned primitive (a release first after a slide or a yaw turn), or
+        hand over to the policy."""
         t = observation.robot.time
-        steps = plan(observation.cube, observation.goal, self.config)
-        out_of_budget = (len(self.records) >= self.config.max_primitives
-                         or t - self._start >= self.config.max_seconds)
-        if steps and not out_of_budget:
+        last = self.records[-1].step.primitive if self.records else None
+        if last in (Primitive.SLIDE, Primitive.YAW):
+            steps = [Step(Primitive.RELEASE)]
+        else:
+            planned = sum(r.step.primitive is not Primitive.RELEASE for r in self.records)
+            out_of_budget = planned >= self.config.max_primitives or t - self._start >= self.config.max_seconds
+            steps = [] if out_of_budget else plan(observation.cube, observation.goal, self.config)
+        if steps:
             record = StepRecord(steps[0], start=t)
             self.records.append(record)
             primitive = self._primitive(steps[0])

@@ -10,9 +10,12 @@ errors are reported on the ground truth and as the tracker sees them.
 * mix and match (paper Table II layout): the 3 controllers x the grasps of Table II (CG, PG, TG)
   on level 4 with initial orientation errors ``--mix-errors`` (paper: 10, 25, 35 deg, 15
   trials), ``--mix-trials`` per cell (default 15);
-* timing: wall time per episode, controller compute time per call (target <= 0.5 ms for CPC and
-  CIC; the ``compute`` part: median and p99 over one level-3 episode per pairing run alone, since
-  the means of the long runs include the machine's load), MP planning time per grasp attempt.
+* timing: wall time per episode, controller compute time per call (target: median <= 0.5 ms and
+  p99 <= 1 ms for CPC and CIC; the ``compute`` part, bench/trifinger_compute.py: median, p99 and
+  max over ``--compute-trials`` level-3 episodes per pairing run alone, each with a re-grasp, the
+  grasp planner's time apart, in the deterministic mode and in the robot's asynchronous mode at
+  real time; wall and CPU time, since the long runs' means include the machine's load), MP
+  planning time per grasp attempt.
 Goals and initial poses come from the seed only, identical for every controller. Results are
 simulation results (trifinger_simulation, PyBullet), never real-robot ones.
 
@@ -31,10 +34,10 @@ import time
 import numpy as np
 
 from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
-from trifinger_controllers.evaluation import episode_specs, evaluate, run_episode
+from trifinger_controllers.evaluation import evaluate
 from trifinger_controllers.kinematics import FingerKinematics
-from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.sim_options import SimOptions, add_arguments, from_arguments
+from trifinger_compute import compute_time, describe
 
 PAIRINGS = tuple((name, default_grasp(name)) for name in CONTROLLERS)   # CPC-TG, CIC-CG, MP-PG
 MIX_GRASPS = ("cg", "pg", "tg")   # the rows of paper Table II
@@ -77,21 +80,6 @@ def run(name: str, grasp: str, level: int, trials: int, seed: int, seconds: floa
     return result
 
 
-def compute_time(name: str, grasp: str, seed: int, seconds: float, options: SimOptions) -> dict:
-    """Controller compute time per call [us] over one level-3 episode (trial 0 of ``seed``)."""
-    goal, initial, platform_seed = episode_specs(3, 1, seed)[0]
-    factory = Factory(name, grasp, 3)
-    platform = SimulatedPlatform(seed=platform_seed, perception=options.perception, physics=options.physics)
-    try:
-        record = run_episode(platform, factory(), 3, goal, initial, seconds, kinematics=factory.kinematics)
-    finally:
-        platform.close()
-    us = record.compute_us
-    return {"controller": name, "grasp": grasp, "calls": int(us.size), "median_us": float(np.median(us)),
-            "mean_us": float(us.mean()), "p99_us": float(np.percentile(us, 99)), "max_us": float(us.max()),
-            "rate_hz": float(factory.controllers[-1].rate_hz), "label": "simulation"}
-
-
 def kept(result: dict) -> bool:
     """True if some trial kept the cube (mean/std are over those trials only)."""
     return result["mean"]["position_error_cm"] is not None
@@ -122,6 +110,8 @@ def main() -> None:
                         help="simulated seconds per mix-and-match episode (default 20: the policies "
                              "settle within 10-20 s, and 405 episodes of 30 s take hours)")
     parser.add_argument("--mix-errors", type=float, nargs="+", default=[10.0, 25.0, 35.0])
+    parser.add_argument("--compute-trials", type=int, default=3,
+                        help="episodes per pairing of the compute part (each with a re-grasp)")
     parser.add_argument("--parts", nargs="+", choices=("compute", "level3", "level4", "mix"),
                         default=["compute", "level3", "level4", "mix"], help="what to run (default all)")
     add_arguments(parser)
@@ -131,12 +121,13 @@ def main() -> None:
                      "seconds_per_episode": args.seconds, "mix_seconds_per_episode": args.mix_seconds,
                      "seed": args.seed, **options.describe(),
                      "camera": args.camera, "physics_name": args.physics,
-                     "compute": [], "level3": [], "level4_10deg": [], "mix_and_match": []}
-    for name, grasp in PAIRINGS if "compute" in args.parts else ():
-        results["compute"].append(compute_time(name, grasp, args.seed, min(args.seconds, 15.0), options))
-        c = results["compute"][-1]
-        print(f"{name}-{grasp} compute per call: median {c['median_us']:.0f} us, p99 {c['p99_us']:.0f} us "
-              f"({c['calls']} calls at {c['rate_hz']:.0f} Hz)", flush=True)
+                     "compute": [], "compute_asynchronous": [], "level3": [], "level4_10deg": [],
+                     "mix_and_match": []}
+    for asynchronous, key in ((False, "compute"), (True, "compute_asynchronous")):
+        for name, grasp in PAIRINGS if "compute" in args.parts else ():
+            results[key].append(compute_time(name, grasp, args.seed, min(args.seconds, 15.0), options,
+                                             args.compute_trials, asynchronous=asynchronous))
+            print(describe(results[key][-1]), flush=True)
     for name, grasp in PAIRINGS if "level3" in args.parts else ():
         results["level3"].append(run(name, grasp, 3, args.trials, args.seed, args.seconds, options))
         print(row(results["level3"][-1]), flush=True)

@@ -19,20 +19,21 @@ Two modes:
 
 * asynchronous (``Controller.set_asynchronous_planning(True)``: the free-running ROS nodes, as
   on the robot): the worker starts at once and the plan is taken at the first call after it has
-  finished. A thread, not a process: CPython's GIL is shared, but a control loop that is idle
-  between its calls (as on the robot) gets it back quickly: with a selection running all the
-  time next to CPC computing at 200 Hz in real time, CPC's compute time per call stayed within
-  0.7 ms (max; median +50 us, p99 unchanged); a process would need the inputs and results
-  pickled and a start-up per controller.
+  finished. A thread, not a process: no pickling of the inputs and results, no process start-up
+  per controller; but the GIL is shared, so while a plan is in flight (5-50 ms for CPC and CIC,
+  ~0.3 s for MP, once per re-grasp) a control call may wait for it, up to the interpreter's
+  switch interval (5 ms). Measured on the shared 2-core machine with a thread planning without
+  pause next to CPC and CIC computing at real time: their CPU time per call was unchanged, and
+  0.6-1.3 % of their calls took over 1 ms of wall time (0-0.1 % without the thread).
 * deterministic (the default; in-process evaluation and lock-step ROS runs): the plan is taken
   ``latency`` simulated seconds after it was asked for, a planning time assumed equal in every
   run, so that an episode does not depend on how fast the machine planned. The worker runs it
   then, while that call waits: the evaluation keeps its thread busy all the time (simulating
-  faster than real time), where a concurrent selection would stretch the calls it overlaps by
-  up to the GIL's switch interval (5 ms), which the robot's control loop does not see. The wait
-  is planning, not control: each plan's wall time and the wait are in
+  faster than real time), so a concurrent selection would contend for the GIL at every call it
+  overlaps, far more than with a loop that idles between its calls as on the robot. The wait is
+  planning, not control: each plan's wall time and the wait are in
   :attr:`GraspPlanner.records`, and the benchmark takes the wait out of the compute time per
-  call (as the MP's planning time per attempt is reported apart).
+  call (as MP's planning time per attempt is reported apart).
 
 The worker is a daemon thread, so an unfinished plan never delays the exit of a node; it ends
 when its planner is garbage-collected.

@@ -136,13 +136,14 @@ def test_parameters_and_bad_input():
 
 
 def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
-    """Simulation, level 3, fixed seed: the cube is grasped and lifted 4 cm within 5 s."""
+    """Simulation under the tracker model, level 3, fixed seed: the cube is grasped and lifted 4 cm
+    within 8 s (5 s with the ideal camera: the sub-goal waits for the noisy images)."""
     goal0, initial, seed = evaluation.episode_specs(3, 1, 7)[0]
     goal = CubePose(initial.position + np.array([0.0, 0.0, 0.04]), np.array([0.0, 0.0, 0.0, 1.0]))
     controller = CartesianImpedanceController("cg", None, KIN, level=3)
     platform = SimulatedPlatform(seed=seed)
     try:
-        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=5.0, kinematics=KIN)
+        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=8.0, kinematics=KIN)
         final = platform.true_cube_pose()
         holding = evaluation.holding_fingers(KIN, final, platform.robot_state().position)
     finally:

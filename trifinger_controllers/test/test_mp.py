@@ -16,6 +16,7 @@ from trifinger_controllers.controllers.mp import (
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.platform import SimulatedPlatform
+from trifinger_controllers.pose_filter import ObservationFilter
 from trifinger_controllers.types import TORQUE_LIMIT
 
 SEED = 0
@@ -35,9 +36,11 @@ def episode():
 
 
 def test_mp_pg_plans_grasps_and_lifts(kin, episode):
+    """Under the tracker model (the platform's default camera) through the shared pose filter."""
     goal, initial = episode
     platform = SimulatedPlatform()
-    obs = platform.reset(initial, goal)
+    estimator = ObservationFilter()
+    obs = estimator(platform.reset(initial, goal))
     controller = MotionPlanningController("pg", kinematics=kin, level=3, seed=SEED)
     controller.reset(obs)
     # PG: a plan was found; every attempt's planning time is recorded
@@ -53,7 +56,7 @@ def test_mp_pg_plans_grasps_and_lifts(kin, episode):
         if step % period == 0:
             torque = controller.compute(obs)
             assert np.all(np.abs(torque) <= TORQUE_LIMIT)
-        obs = platform.step(torque)
+        obs = estimator(platform.step(torque))
         truth = platform.true_cube_pose()
         heights.append(truth.position[2])
         assert not detector.update(truth, obs.robot.position)
@@ -67,7 +70,7 @@ def test_mp_pg_plans_grasps_and_lifts(kin, episode):
 def test_mp_with_a_given_grasp(kin, episode):
     goal, initial = episode
     platform = SimulatedPlatform()
-    obs = platform.reset(initial, goal)
+    obs = ObservationFilter()(platform.reset(initial, goal))
     platform.close()
     for name in ("tg", "cg", "og"):
         controller = MotionPlanningController(name, kinematics=kin, level=3, seed=SEED)

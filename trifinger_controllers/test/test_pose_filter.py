@@ -9,7 +9,7 @@ from trifinger_controllers.pose_filter import CubePoseFilter, ObservationFilter,
 from trifinger_controllers.types import CubePose, Observation, RobotState
 
 Q = cube.normalize(np.array([0.0, 0.1, 0.2, 1.0]))
-P = np.array([0.01, 0.02, 0.0325])
+P = np.array([0.01, 0.02, 0.06])      # held above the floor
 
 
 def noisy_stream(n, rng, position=P, orientation=Q, t0=0.0, sigma=0.002, sigma_deg=2.0):
@@ -106,6 +106,24 @@ def test_filter_on_the_tracker_model_stream():
             assert np.linalg.norm(estimate.position - P) < 0.008
     assert f.counts.orientation_outliers >= model.counts.flipped
     assert f.counts.missed == model.counts.missed and f.counts.relocks == 0
+
+
+def test_a_cube_resting_on_the_floor_is_reported_resting():
+    rng = np.random.default_rng(5)
+    flat = cube.from_yaw(0.3)
+    f = CubePoseFilter()
+    for report in noisy_stream(20, rng, np.array([0.02, 0.0, 0.0325]), flat):
+        estimate = f.update(report)
+        assert estimate.position[2] == pytest.approx(0.0325)
+        assert cube.lowest_point(estimate) == pytest.approx(0.0, abs=1e-12)
+        assert np.rad2deg(cube.angle_between(estimate.orientation, flat)) < 3.0
+    # on an edge (tilted 30 deg) or lifted: left as estimated
+    edge = cube.multiply(cube.from_axis_angle(np.array([1.0, 0, 0]), np.deg2rad(30)), flat)
+    f = CubePoseFilter()
+    estimate = f.update(CubePose(np.array([0.0, 0.0, 0.04]), edge, 0.0, 0.9))
+    assert np.rad2deg(cube.angle_between(estimate.orientation, edge)) < 1e-6
+    f = CubePoseFilter()
+    assert f.update(CubePose(np.array([0.0, 0.0, 0.05]), flat, 0.0, 0.9)).position[2] == 0.05
 
 
 def test_observation_filter_feeds_each_image_once():

@@ -25,7 +25,11 @@ controllers).
   few degrees per image); an accepted one moves the
   estimate by ``orientation_gain`` of the way (slerp);
 * re-lock: after ``relock_images`` consecutive rejections that agree with each other (the cube
-  really moved: it fell, or was pushed), the filter restarts from the newest report.
+  really moved: it fell, or was pushed), the filter restarts from the newest report;
+* the floor: an estimate within ``floor_snap_height`` of the floor and ``floor_snap_tilt_deg`` of
+  a face-down orientation is reported as that resting pose (the cube cannot sink into the table
+  or rest tilted on a face; without this a grasp planner sees the tracker's noise as a cube
+  sunk by 2 mm and tilted by 2 deg, and MP found no collision-free plan for it).
 
 The estimate keeps the stamp of the last accepted image, so a controller that looks for "a new
 image" by stamp (all of ours do) sees none when a report was rejected or missed. The filter is
@@ -43,7 +47,7 @@ from typing import Optional
 import numpy as np
 
 from trifinger_controllers import cube
-from trifinger_controllers.types import CubePose, Observation
+from trifinger_controllers.types import CUBE_WIDTH, CubePose, Observation
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,10 @@ class PoseFilterConfig:
     #: Rejected reports agree with each other (for a re-lock) within this distance [m].
     relock_tolerance_m: float = 0.02
     min_confidence: float = 1e-6
+    #: Snap to the resting pose when the lowest corner is below this height [m] ...
+    floor_snap_height: float = 0.006
+    #: ... and the orientation within this angle [deg] of face-down (0: never snap).
+    floor_snap_tilt_deg: float = 8.0
     #: Initial velocity standard deviation [m/s].
     initial_velocity_std: float = 0.05
 
@@ -118,8 +126,10 @@ class CubePoseFilter:
 
     @property
     def estimate(self) -> Optional[CubePose]:
-        """The current estimate (None before the first report)."""
-        return self._estimate
+        """The current estimate (None before the first report), on the floor if resting there."""
+        if self._estimate is None:
+            return None
+        return on_the_floor(self._estimate, self.config)
 
     def reset(self, report: Optional[CubePose] = None) -> None:
         """Forget everything; start from ``report`` if given."""
@@ -142,6 +152,12 @@ class CubePoseFilter:
 
     def update(self, report: CubePose) -> CubePose:
         """Take one tracker report; returns the (possibly unchanged) estimate."""
+        self._update(report)
+        estimate = self.estimate
+        assert estimate is not None
+        return estimate
+
+    def _update(self, report: CubePose) -> CubePose:
         c = self.config
         self.counts.reports += 1
         if self._estimate is None:
@@ -195,6 +211,19 @@ class CubePoseFilter:
             return self._start(report)
         assert self._estimate is not None
         return self._estimate
+
+
+def on_the_floor(pose: CubePose, config: PoseFilterConfig) -> CubePose:
+    """``pose`` as the resting pose it is within the floor tolerances of (module docstring), or
+    ``pose`` itself."""
+    if config.floor_snap_tilt_deg <= 0 or cube.lowest_point(pose) > config.floor_snap_height:
+        return pose
+    resting = cube.nearest_resting_orientation(pose.orientation)
+    if np.rad2deg(cube.angle_between(resting, pose.orientation)) > config.floor_snap_tilt_deg:
+        return pose
+    position = np.asarray(pose.position, dtype=float).copy()
+    position[2] = CUBE_WIDTH / 2
+    return CubePose(position, resting, pose.stamp, pose.confidence)
 
 
 class ObservationFilter:

@@ -7,6 +7,8 @@ errors are reported on the ground truth and as the tracker sees them.
 * level 3: the paper's pairings CPC-TG, CIC-CG, MP-PG, ``--trials`` trials each (default 20):
   mean final position error [cm], drop rate, reward (paper 004 Table IV "simulation" rows);
 * level 4 with a 10 degree initial orientation error: the same pairings (orientation error);
+* level 4 with the paper's larger initial errors (``--large-errors``, 25 and 35 deg), the
+  alignment primitives chained before each policy (aligned.py), ``--trials`` each;
 * mix and match (paper Table II layout): the 3 controllers x the grasps of Table II (CG, PG, TG)
   on level 4 with initial orientation errors ``--mix-errors`` (paper: 10, 25, 35 deg, 15
   trials), ``--mix-trials`` per cell (default 15);
@@ -22,7 +24,7 @@ simulation results (trifinger_simulation, PyBullet), never real-robot ones.
     python bench/trifinger_benchmark.py --out bench/results/trifinger_controllers.json \
         [--trials 20] [--mix-trials 15] [--mix-errors 10 25 35] [--seconds 30] [--mix-seconds 20]
         [--seed 2019]
-        [--parts compute level3 level4 mix] [--camera tracker|ideal] [--physics randomised|nominal]
+        [--parts compute level3 level4 level4_large mix] [--camera tracker|ideal] [--physics randomised|nominal]
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import time
 
 import numpy as np
 
+from trifinger_controllers.aligned import AlignedController
 from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
 from trifinger_controllers.evaluation import evaluate
 from trifinger_controllers.kinematics import FingerKinematics
@@ -48,23 +51,23 @@ PAPER_SIM_L3_CM = {"cpc": 0.25, "cic": 0.55, "mp": 0.35}
 class Factory:
     """A fresh controller per trial; records MP's planning time per grasp attempt."""
 
-    def __init__(self, name: str, grasp: str, level: int) -> None:
-        self.name, self.grasp, self.level = name, grasp, level
+    def __init__(self, name: str, grasp: str, level: int, align: bool = False) -> None:
+        self.name, self.grasp, self.level, self.align = name, grasp, level, align
         self.kinematics = FingerKinematics()
         self.controllers: list = []
 
     def __call__(self):
         controller = make_controller(self.name, self.grasp, None, self.kinematics, level=self.level)
         self.controllers.append(controller)
-        return controller
+        return AlignedController(controller) if self.align else controller
 
     def planning_times(self) -> list[float]:
         return [a.time for c in self.controllers for a in getattr(c, "planning_attempts", [])]
 
 
 def run(name: str, grasp: str, level: int, trials: int, seed: int, seconds: float,
-        options: SimOptions, error_deg=None) -> dict:
-    factory = Factory(name, grasp, level)
+        options: SimOptions, error_deg=None, align: bool = False) -> dict:
+    factory = Factory(name, grasp, level, align)
     wall = time.perf_counter()
     result = evaluate(factory, level, trials, seed, seconds, orientation_error_deg=error_deg,
                       progress=True, description=f"{name}-{grasp} L{level}",
@@ -72,6 +75,7 @@ def run(name: str, grasp: str, level: int, trials: int, seed: int, seconds: floa
     result["wall_seconds_total"] = time.perf_counter() - wall
     result["controller"], result["grasp"], result["level"] = name, grasp, level
     result["init_orientation_error_deg"] = error_deg
+    result["aligned"] = align
     planning = factory.planning_times()
     if planning:
         result["planning_seconds_per_attempt"] = {"mean": float(np.mean(planning)),
@@ -112,8 +116,11 @@ def main() -> None:
     parser.add_argument("--mix-errors", type=float, nargs="+", default=[10.0, 25.0, 35.0])
     parser.add_argument("--compute-trials", type=int, default=3,
                         help="episodes per pairing of the compute part (each with a re-grasp)")
-    parser.add_argument("--parts", nargs="+", choices=("compute", "level3", "level4", "mix"),
-                        default=["compute", "level3", "level4", "mix"], help="what to run (default all)")
+    parser.add_argument("--large-errors", type=float, nargs="+", default=[25.0, 35.0],
+                        help="level-4 initial orientation errors run with the alignment primitives "
+                             "chained (part level4_large; paper Table II: 25, 35 deg)")
+    parser.add_argument("--parts", nargs="+", choices=("compute", "level3", "level4", "level4_large", "mix"),
+                        default=["compute", "level3", "level4", "level4_large", "mix"], help="what to run (default all)")
     add_arguments(parser)
     args = parser.parse_args()
     options = from_arguments(args)
@@ -121,7 +128,7 @@ def main() -> None:
                      "seconds_per_episode": args.seconds, "mix_seconds_per_episode": args.mix_seconds,
                      "seed": args.seed, **options.describe(),
                      "camera": args.camera, "physics_name": args.physics,
-                     "compute": [], "compute_asynchronous": [], "level3": [], "level4_10deg": [],
+                     "compute": [], "compute_asynchronous": [], "level3": [], "level4_10deg": [], "level4_large": [],
                      "mix_and_match": []}
     for asynchronous, key in ((False, "compute"), (True, "compute_asynchronous")):
         for name, grasp in PAIRINGS if "compute" in args.parts else ():
@@ -134,6 +141,11 @@ def main() -> None:
     for name, grasp in PAIRINGS if "level4" in args.parts else ():
         results["level4_10deg"].append(run(name, grasp, 4, args.trials, args.seed, args.seconds, options, 10.0))
         print(row(results["level4_10deg"][-1]), flush=True)
+    for error in args.large_errors if "level4_large" in args.parts else ():
+        for name, grasp in PAIRINGS:
+            results["level4_large"].append(run(name, grasp, 4, args.trials, args.seed, args.seconds, options,
+                                               error, align=True))
+            print(f"[{error:g} deg, aligned] " + row(results["level4_large"][-1]), flush=True)
     if "mix" in args.parts:
         for error in args.mix_errors:
             for name in CONTROLLERS:
@@ -141,7 +153,7 @@ def main() -> None:
                     results["mix_and_match"].append(
                         run(name, grasp, 4, args.mix_trials, args.seed, args.mix_seconds, options, error))
                     print(f"[{error:g} deg] " + row(results["mix_and_match"][-1]), flush=True)
-    for group in ("level3", "level4_10deg", "mix_and_match"):   # keep the JSON small
+    for group in ("level3", "level4_10deg", "level4_large", "mix_and_match"):   # keep the JSON small
         for r in results[group]:
             r["trials"] = [{k: v for k, v in t.items() if k not in ("goal", "initial", "final")}
                            for t in r["trials"]]

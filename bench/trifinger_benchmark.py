@@ -172,8 +172,12 @@ def main() -> None:
                               for c in results["compute"]},
         "compute_ms_p99": {f"{c['controller']}-{c['grasp']}": c["p99_us"] / 1e3
                            for c in results["compute"]},
-        "compute_met": {f"{c['controller']}-{c['grasp']}": bool(c["median_us"] <= 500 and c["p99_us"] <= 1000)
-                        for c in results["compute"] if c["controller"] in ("cpc", "cic")},
+        "compute_met_wall": {f"{c['controller']}-{c['grasp']}": bool(c["median_us"] <= 500 and c["p99_us"] <= 1000)
+                             for c in results["compute"] if c["controller"] in ("cpc", "cic")},
+        # the call's own CPU time: on the shared machine other processes preempt calls for ~4 ms
+        "compute_met_cpu": {f"{c['controller']}-{c['grasp']}": bool(
+            c["cpu"]["median_us"] <= 500 and c["cpu"]["p99_us"] <= 1000)
+            for c in results["compute"] if c["controller"] in ("cpc", "cic")},
         "compute_ms_mean_in_runs": {f"{r['controller']}-{r['grasp']} L{r['level']}": r["compute_us"]["mean"] / 1e3
                                     for r in l3 + l4 if r["compute_us"]["mean"] is not None},
     }

@@ -112,8 +112,8 @@ def test_the_chain_runs_at_the_fastest_child_rate_with_the_policys_threshold():
         chain = AlignedController(make_controller(name, kinematics=KIN, level=4), kinematics=KIN)
         assert chain.rate_hz == rate and chain.name == f"{name}+align"
         assert chain.config.yaw_threshold_deg == YAW_THRESHOLDS_DEG[name]
-    # CPC turns 60 deg in its grasp, CIC does not
-    goal = CubePose(GOAL_POSITION, cube.from_yaw(0.3 + np.deg2rad(60)))
+    # CPC turns 80 deg in its grasp, CIC does not
+    goal = CubePose(GOAL_POSITION, cube.from_yaw(0.3 + np.deg2rad(80)))
     assert plan(CubePose(START, YAW), goal, AlignmentConfig.for_policy("cpc+rpl")) == []
     assert kinds(plan(CubePose(START, YAW), goal, AlignmentConfig.for_policy("cic"))) == [Primitive.YAW] * 2
 

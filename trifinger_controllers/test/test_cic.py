@@ -163,7 +163,7 @@ def test_regrasp_asynchronous_is_planned_off_the_control_call():
     controller = CartesianImpedanceController("cg", None, KIN, level=3)
     controller.set_asynchronous_planning(True)
     threads = selection_threads(controller)
-    _, truth, q = knocked_episode(controller, seed, initial, goal, steps=8500, knock_step=3000)
+    _, truth, q = knocked_episode(controller, seed, initial, goal, steps=12000, knock_step=3000)
     assert controller.regrasps == 1
     assert len(threads) == 2 and threading.get_ident() not in threads
     assert controller.phase.name == "MOVE"

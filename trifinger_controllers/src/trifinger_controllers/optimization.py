@@ -268,6 +268,11 @@ def optimise(
 
 
 # ---------------------------------------------------------------------------------- objective
+#: Subtracted from the objective per dropped episode (in units of R, the cumulative reward of a
+#: 15-20 s episode: a few hundred to a thousand), so that no candidate buys reward with drops.
+DROP_PENALTY = 1000.0
+
+
 class ControllerObjective:
     """``f(theta)``: the mean over ``episodes`` simulated episodes (all of them, drops included)
     of ``metric`` (paper's R: ``cumulative_reward``, the RRC episode score; or ``reward`` of the
@@ -282,7 +287,7 @@ class ControllerObjective:
     def __init__(self, controller: str, grasp: Optional[str], level: int, episodes: int, seed: int,
                  seconds: float, metric: str = "cumulative_reward",
                  orientation_error_deg: Optional[float] = None, options=None,
-                 drop_penalty: float = 0.0) -> None:
+                 drop_penalty: float = DROP_PENALTY) -> None:
         from trifinger_controllers.controllers import default_grasp, default_parameters
         from trifinger_controllers.evaluation import episode_specs
 
@@ -335,7 +340,7 @@ class ControllerObjective:
 def controller_objective(controller: str, grasp: Optional[str], level: int, episodes: int,
                          seed: int, seconds: float, metric: str = "cumulative_reward",
                          orientation_error_deg: Optional[float] = None, options=None,
-                         drop_penalty: float = 0.0) -> ControllerObjective:
+                         drop_penalty: float = DROP_PENALTY) -> ControllerObjective:
     """The BO objective of a registry controller (:class:`ControllerObjective`)."""
     return ControllerObjective(controller, grasp, level, episodes, seed, seconds, metric,
                                orientation_error_deg, options, drop_penalty)

@@ -86,6 +86,11 @@ class PerceptionConfig:
             value = getattr(self, key)
             if not ok or not np.all(np.isfinite(np.asarray(value, dtype=float))):
                 raise ValueError(f"perception config {self.name!r}: invalid {key} {value!r}")
+        burst = self.miss_burst_images
+        if self.miss_rate > burst / (burst + 1.0):   # P(miss | detected) would exceed 1
+            raise ValueError(f"perception config {self.name!r}: miss_rate {self.miss_rate} is not"
+                             f" reachable with runs of {burst} images on average (at most"
+                             f" {burst / (burst + 1.0):.3f})")
         object.__setattr__(self, "confidence_range", tuple(float(c) for c in self.confidence_range))
 
     @classmethod
@@ -120,9 +125,9 @@ class PerceptionConfig:
                 values[key], sources[key] = entry["value"], str(entry.get("source", ""))
             else:
                 values[key] = entry
-        if "confidence_range" in values:
-            values["confidence_range"] = tuple(values["confidence_range"])
         try:
+            if "confidence_range" in values:
+                values["confidence_range"] = tuple(values["confidence_range"])
             return cls(**values, sources=sources)
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: {error}") from None

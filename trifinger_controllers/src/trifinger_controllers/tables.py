@@ -77,7 +77,8 @@ def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
         base = by_policy.get((bo["controller"], bo["grasp"]))
         if base is None:
             raise ValueError(f"no manual result for {_name(bo)}")
-        if (base["level"], base["seed"], len(base["trials"])) != (bo["level"], bo["seed"], len(bo["trials"])):
+        same = ("level", "seed", "seconds", "perception", "physics")
+        if any(base.get(k) != bo.get(k) for k in same) or len(base["trials"]) != len(bo["trials"]):
             raise ValueError(f"{_name(bo)}: the manual and BO results are not the same trials")
         for r, suffix in ((base, ""), (bo, " w BO")):
             lines.append("| " + " | ".join([
@@ -96,7 +97,7 @@ def level_table(results: Sequence[dict]) -> str:
     for r in results:
         error = r.get("orientation_error_deg")
         lines.append("| " + " | ".join([
-            _name(r) + (" + alignment" if r.get("aligned") else ""), str(r["level"]),
+            _name(r) + (" + alignment" if r.get("aligned") or r.get("align") else ""), str(r["level"]),
             "–" if error is None else f"{error:g}", str(len(r["trials"])),
             _kept(r, "position_error_cm", 3), _kept(r, "tracked_position_error_cm", 3),
             _kept(r, "orientation_error_deg", 1), _kept(r, "tracked_orientation_error_deg", 1),

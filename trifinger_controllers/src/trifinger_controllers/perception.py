@@ -42,6 +42,18 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 DEFAULT_CONFIG = CONFIG_DIR / "perception.yaml"
 
 
+def read_mapping(path: Union[str, Path], what: str) -> dict:
+    """The YAML mapping in ``path``; ValueError naming the file if it is missing, not YAML or not
+    a mapping (the config files of this package)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(f"{path}: cannot read the {what}: {error}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping (the {what})")
+    return data
+
+
 def _symmetry_rotations() -> np.ndarray:
     """The 23 non-identity rotations (xyzw) that map the cube onto itself."""
     rotations = []
@@ -108,12 +120,7 @@ class PerceptionConfig:
         """The config in ``path``: each parameter as ``{value: ..., source: "..."}`` (or a bare
         value); ValueError naming the file on a missing, unknown or invalid entry."""
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as error:
-            raise ValueError(f"{path}: cannot read the perception config: {error}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of parameters")
+        data = read_mapping(path, "perception config")
         known = {f.name for f in fields(cls)} - {"sources"}
         values, sources = {}, {}
         for key, entry in data.items():

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Dict, Tuple, Union
 
 import numpy as np
-import yaml
 
-from trifinger_controllers.perception import CONFIG_DIR
+from trifinger_controllers.perception import CONFIG_DIR, read_mapping
 
 DEFAULT_CONFIG = CONFIG_DIR / "physics_randomisation.yaml"
 Range = Tuple[float, float]
@@ -56,13 +55,7 @@ class PhysicsRandomisation:
 
     @classmethod
     def from_yaml(cls, path: Union[str, Path] = DEFAULT_CONFIG) -> "PhysicsRandomisation":
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as error:
-            raise ValueError(f"{path}: cannot read the physics randomisation: {error}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of ranges")
+        data = read_mapping(path, "physics randomisation")
         known = ("cube_mass_scale", "cube_friction_scale", "floor_friction_scale")
         for key, value in data.items():
             if key not in known:

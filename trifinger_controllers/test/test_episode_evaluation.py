@@ -189,7 +189,7 @@ def test_cli_writes_the_result(tmp_path):
     assert result["label"] == "simulation" and result["policy"] == "CPC-TG"
     assert result["params"] == {"gain": 3.0} and len(result["trials"]) == 2
     assert {"trials", "mean", "std", "drop_rate"} <= set(result)
-    assert "CPC-TG level 3 (simulation, 2 trials" in run.stdout
+    assert "CPC-TG level 3 (simulation, camera tracker, physics randomised, 2 trials" in run.stdout
     assert episode_specs(3, 1, 4)[0][0].position.tolist() == result["trials"][0]["goal"]["position"]
 
 

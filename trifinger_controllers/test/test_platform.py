@@ -1,4 +1,5 @@
-"""SimulatedPlatform: reset, 1 ms torque steps, camera rate and delay, determinism."""
+"""SimulatedPlatform: reset, 1 ms torque steps, camera rate and delay, determinism (the ideal
+camera: the tracker model has its own tests, test_perception.py)."""
 import time
 
 import numpy as np
@@ -7,6 +8,7 @@ from trifinger_simulation.tasks import move_cube
 from trifinger_simulation.trifinger_platform import TriFingerPlatform
 
 from trifinger_controllers.kinematics import FingerKinematics
+from trifinger_controllers.perception import PerceptionConfig
 from trifinger_controllers.platform import SimulatedPlatform, UnloggedTriFingerPlatform
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose, Observation
 
@@ -22,7 +24,7 @@ def hold(obs: Observation) -> np.ndarray:
 
 
 def test_reset_and_first_observation():
-    platform = SimulatedPlatform()
+    platform = SimulatedPlatform(perception=PerceptionConfig.ideal())
     start = time.perf_counter()
     obs = platform.reset(INITIAL, GOAL)
     elapsed = time.perf_counter() - start
@@ -39,7 +41,7 @@ def test_reset_and_first_observation():
 
 
 def test_steps_camera_rate_and_delay():
-    platform = SimulatedPlatform()
+    platform = SimulatedPlatform(perception=PerceptionConfig.ideal())
     obs = platform.reset(INITIAL, GOAL)
     stamps = set()
     for k in range(1, 1001):
@@ -61,7 +63,7 @@ def test_steps_camera_rate_and_delay():
 
 
 def test_torque_is_clipped_and_bad_torques_rejected():
-    platform = SimulatedPlatform()
+    platform = SimulatedPlatform(perception=PerceptionConfig.ideal())
     with pytest.raises(RuntimeError, match="reset"):
         platform.step(np.zeros(9))
     platform.reset(INITIAL, GOAL)

@@ -126,7 +126,9 @@ def test_env_and_controller_see_the_same_inputs():
     while not truncated:
         obs, _, _, truncated, _ = env.step(policy.action(obs))
     trained = env.platform.true_cube_pose(), env.platform.robot_state().position
-    platform = SimulatedPlatform()
+    # the episode's seed (tracker noise, physics) and models, as the env drew them
+    platform = SimulatedPlatform(seed=env.platform.seed, perception=env.options.perception,
+                                 physics=env.options.physics)
     evaluation.run_episode(platform, ResidualController(Hold(), policy), 3, env.goal, env.initial, seconds=0.1)
     assert np.array_equal(platform.robot_state().position, trained[1])
     assert np.array_equal(platform.true_cube_pose().position, trained[0].position)

@@ -50,6 +50,7 @@ import numpy as np
 from trifinger_controllers import cube
 from trifinger_controllers.alignment import CENTRE, Flip, SlideToCentre, YawRotation
 from trifinger_controllers.controller import Controller
+from trifinger_controllers.evaluation import control_period
 from trifinger_controllers.controllers.cic import fit_to_limit, impedance_torques
 from trifinger_controllers.grasps import GraspError
 from trifinger_controllers.kinematics import FingerKinematics
@@ -264,10 +265,6 @@ class StepRecord:
     error: Optional[str] = None
 
 
-def _period(controller: Controller) -> int:
-    return max(1, int(round(PHYSICS_RATE / float(controller.rate_hz))))
-
-
 class AlignedController(Controller):
     """``policy`` preceded by the alignment primitives that :func:`plan` asks for (module
     docstring; ``config`` defaults to :meth:`AlignmentConfig.for_policy`). Name
@@ -281,7 +278,7 @@ class AlignedController(Controller):
         self.config = config or AlignmentConfig.for_policy(policy.name)
         self.kin = kinematics or getattr(policy, "kin", None) or FingerKinematics()
         self.name = f"{policy.name}+align"
-        self._policy_period = _period(policy)
+        self._policy_period = control_period(policy)
         self._primitive_period = max(1, int(round(PHYSICS_RATE / PRIMITIVE_RATE_HZ)))
         self.rate_hz = PHYSICS_RATE / math.gcd(self._policy_period, self._primitive_period)
         self.records: List[StepRecord] = []

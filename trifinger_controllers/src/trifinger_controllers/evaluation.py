@@ -221,7 +221,6 @@ def run_episode(
         progress(total_steps - steps)
 
     final = platform.true_cube_pose()
-    tracked = platform.camera_cube_pose()   # a miss repeats the last detection
     step_rewards = task.rewards(level, goal, positions[:steps], orientations[:steps])
     compute_us = np.asarray(durations)
     return EpisodeRecord(
@@ -240,14 +239,24 @@ def run_episode(
         compute_calls=int(compute_us.size),
         compute_us_mean=float(compute_us.mean()) if compute_us.size else float("nan"),
         compute_us_p99=float(np.percentile(compute_us, 99)) if compute_us.size else float("nan"),
-        tracked_position_error_cm=100.0 * task.position_error(goal, tracked),
-        tracked_orientation_error_deg=float(np.rad2deg(task.orientation_error(goal, tracked))),
-        tracker=asdict(platform.tracker.counts),
         pose_filter=asdict(estimator.filter.counts),
-        physics=platform.physics_sample.to_dict(),
         error=error,
+        **platform_record(platform, goal),
         compute_us=compute_us,
     )
+
+
+def platform_record(platform: SimulatedPlatform, goal: CubePose) -> Dict[str, object]:
+    """What the simulated platform knows of an episode beyond the ground truth (shared with the
+    trifinger_sim node's result): the final errors as the tracker sees them (its last report; a
+    miss repeats the last detection), the tracker's counts and the trial's physics sample."""
+    tracked = platform.camera_cube_pose()
+    return {
+        "tracked_position_error_cm": 100.0 * task.position_error(goal, tracked),
+        "tracked_orientation_error_deg": float(np.rad2deg(task.orientation_error(goal, tracked))),
+        "tracker": asdict(platform.tracker.counts),
+        "physics": platform.physics_sample.to_dict(),
+    }
 
 
 def _describe(controller: Controller, where: str, exc: Exception) -> str:

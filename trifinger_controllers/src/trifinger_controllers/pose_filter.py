@@ -119,7 +119,7 @@ class CubePoseFilter:
         self.counts = FilterCounts()
         self._estimate: Optional[CubePose] = None
         self._x = np.zeros((3, 2))                      # per axis: position, velocity
-        self._p = np.zeros((3, 2, 2))                   # per axis covariance (identical per axis)
+        self._p = np.zeros((2, 2))                      # covariance, the same for every axis
         self._rejected: list[CubePose] = []
         #: Whether the last position update was treated as a maneuver.
         self.maneuver = False
@@ -143,7 +143,7 @@ class CubePoseFilter:
         c = self.config
         self._x[:, 0] = report.position
         self._x[:, 1] = 0.0
-        self._p[:] = np.diag([c.position_noise_m ** 2, c.initial_velocity_std ** 2])
+        self._p = np.diag([c.position_noise_m ** 2, c.initial_velocity_std ** 2])
         self._rejected = []
         self._estimate = CubePose(np.asarray(report.position, float).copy(),
                                   cube.normalize(np.asarray(report.orientation, float)),
@@ -174,7 +174,7 @@ class CubePoseFilter:
         shape = np.array([[dt ** 4 / 4, dt ** 3 / 2], [dt ** 3 / 2, dt ** 2]])
         x = self._x @ f.T
         innovation = np.asarray(report.position, float) - x[:, 0]
-        p = f @ self._p[0] @ f.T + c.acceleration_noise ** 2 * shape
+        p = f @ self._p @ f.T + c.acceleration_noise ** 2 * shape
         s = p[0, 0] + c.position_noise_m ** 2
         self.maneuver = float(innovation @ innovation) / s > c.maneuver_nis
         if self.maneuver:
@@ -192,7 +192,7 @@ class CubePoseFilter:
         self._rejected = []
         gain = p[:, 0] / s
         self._x = x + innovation[:, None] * gain[None, :]
-        self._p[:] = p - np.outer(gain, p[0, :])
+        self._p = p - np.outer(gain, p[0, :])
         orientation = slerp(self._estimate.orientation, np.asarray(report.orientation, float), c.orientation_gain)
         self.counts.accepted += 1
         self._estimate = CubePose(self._x[:, 0].copy(), orientation, float(report.stamp), float(report.confidence))

@@ -79,7 +79,7 @@ import threading
 import time
 import warnings
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -461,7 +461,6 @@ class EpisodeTracker:
     def result(self, platform: SimulatedPlatform) -> dict:
         """The record of the episode ``platform`` has just run."""
         final = platform.true_cube_pose()
-        tracked = platform.camera_cube_pose()   # a miss repeats the last detection
         n = self.steps
         rewards = task.rewards(self.level, self.goal, self.positions[:n], self.orientations[:n])
         pose = lambda p: {"position": np.asarray(p.position, float).tolist(),  # noqa: E731
@@ -476,11 +475,7 @@ class EpisodeTracker:
             "orientation_error_deg": float(np.rad2deg(task.orientation_error(self.goal, final))),
             "drop": bool(self.drops.dropped),
             "goal": pose(self.goal), "initial": pose(self.initial), "final": pose(final),
-            "tracked_position_error_cm": 100.0 * task.position_error(self.goal, tracked),
-            "tracked_orientation_error_deg": float(np.rad2deg(
-                task.orientation_error(self.goal, tracked))),
-            "tracker": asdict(platform.tracker.counts),
-            "physics": platform.physics_sample.to_dict(),
+            **evaluation.platform_record(platform, self.goal),
         }
 
 

@@ -4,8 +4,9 @@
 #   bo   Table III: BO of the three pairings on level 3 (4 random + 50 BO candidates, 3 episodes
 #        of 15 s each, seed 1000, drops penalised), then each tuned set on the benchmark's 20
 #        level-3 trials (seed 2019) (~3 h on one core)
-#   rpl  Table IV: residual policies, 500 000 SAC steps per controller with a learning curve
-#        every 25 000 steps, compared on 20 trials (offline: several hours per controller)
+#   rpl  Table IV: residual policies, 500 000 SAC steps per controller (one gradient step per 8 RL
+#        steps: ~15 ms each on one core), a learning curve every 50 000 steps (5 episodes of 10 s,
+#        seed 1000), then base vs base + RPL on 20 trials (seed 2019) (~1 h per controller)
 # Both run under the object tracker model and the physics randomisation (the tools' defaults).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,10 +28,10 @@ case "${1:-}" in
         --json "$PKG/results/bo_${c}_l3_eval.json"
     done ;;
   rpl)
-    for c in mp cpc cic; do
+    for c in ${2:-mp cpc cic}; do
       rosrun trifinger_controllers train-residual --controller "$c" --level 3 --steps 500000 --seed 0 \
-        --eval-every 25000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --no-progress \
+        --train-freq 8 --eval-every 50000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --no-progress \
         --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
     done ;;
-  *) echo "usage: $0 bo|rpl" >&2; exit 2 ;;
+  *) echo "usage: $0 bo|rpl [CONTROLLERS]" >&2; exit 2 ;;
 esac

@@ -24,7 +24,11 @@ simulation results (trifinger_simulation, PyBullet), never real-robot ones.
     python bench/trifinger_benchmark.py --out bench/results/trifinger_controllers.json \
         [--trials 20] [--mix-trials 15] [--mix-errors 10 25 35] [--seconds 30] [--mix-seconds 20]
         [--seed 2019]
-        [--parts compute level3 level4 level4_large mix] [--camera tracker|ideal] [--physics randomised|nominal]
+        [--parts compute level3 level4 level4_large mix] [--controllers cpc cic mp]
+        [--merge] [--camera tracker|ideal] [--physics randomised|nominal]
+
+``--merge`` keeps the rows of ``--out`` that this run does not produce (other parts, other
+controllers) and replaces those it does; ``runs`` lists each run's parts, controllers and commit.
 """
 from __future__ import annotations
 
@@ -121,8 +125,13 @@ def main() -> None:
                              "chained (part level4_large; paper Table II: 25, 35 deg)")
     parser.add_argument("--parts", nargs="+", choices=("compute", "level3", "level4", "level4_large", "mix"),
                         default=["compute", "level3", "level4", "level4_large", "mix"], help="what to run (default all)")
+    parser.add_argument("--controllers", nargs="+", choices=CONTROLLERS, default=list(CONTROLLERS),
+                        help="controllers to run (default all; mix and match: their rows)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the rows of --out that this run does not produce")
     add_arguments(parser)
     args = parser.parse_args()
+    pairings = tuple((name, grasp) for name, grasp in PAIRINGS if name in args.controllers)
     options = from_arguments(args)
     results: dict = {"benchmark": "trifinger_controllers", "label": "simulation",
                      "seconds_per_episode": args.seconds, "mix_seconds_per_episode": args.mix_seconds,
@@ -131,24 +140,24 @@ def main() -> None:
                      "compute": [], "compute_asynchronous": [], "level3": [], "level4_10deg": [], "level4_large": [],
                      "mix_and_match": []}
     for asynchronous, key in ((False, "compute"), (True, "compute_asynchronous")):
-        for name, grasp in PAIRINGS if "compute" in args.parts else ():
+        for name, grasp in pairings if "compute" in args.parts else ():
             results[key].append(compute_time(name, grasp, args.seed, min(args.seconds, 15.0), options,
                                              args.compute_trials, asynchronous=asynchronous))
             print(describe(results[key][-1]), flush=True)
-    for name, grasp in PAIRINGS if "level3" in args.parts else ():
+    for name, grasp in pairings if "level3" in args.parts else ():
         results["level3"].append(run(name, grasp, 3, args.trials, args.seed, args.seconds, options))
         print(row(results["level3"][-1]), flush=True)
-    for name, grasp in PAIRINGS if "level4" in args.parts else ():
+    for name, grasp in pairings if "level4" in args.parts else ():
         results["level4_10deg"].append(run(name, grasp, 4, args.trials, args.seed, args.seconds, options, 10.0))
         print(row(results["level4_10deg"][-1]), flush=True)
     for error in args.large_errors if "level4_large" in args.parts else ():
-        for name, grasp in PAIRINGS:
+        for name, grasp in pairings:
             results["level4_large"].append(run(name, grasp, 4, args.trials, args.seed, args.seconds, options,
                                                error, align=True))
             print(f"[{error:g} deg, aligned] " + row(results["level4_large"][-1]), flush=True)
     if "mix" in args.parts:
         for error in args.mix_errors:
-            for name in CONTROLLERS:
+            for name in args.controllers:
                 for grasp in MIX_GRASPS:
                     results["mix_and_match"].append(
                         run(name, grasp, 4, args.mix_trials, args.seed, args.mix_seconds, options, error))
@@ -157,9 +166,61 @@ def main() -> None:
         for r in results[group]:
             r["trials"] = [{k: v for k, v in t.items() if k not in ("goal", "initial", "final")}
                            for t in r["trials"]]
+    results["runs"] = [run_record(args)]
+    if args.merge and os.path.isfile(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            results = merge(json.load(f), results)
+    results["targets"] = targets(results)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, sort_keys=True, default=float)
+
+
+#: The row lists of the result file and what identifies a row in them.
+GROUPS = ("compute", "compute_asynchronous", "level3", "level4_10deg", "level4_large", "mix_and_match")
+
+
+def row_key(row: dict) -> tuple:
+    return (row.get("controller"), row.get("grasp"), row.get("level"), row.get("init_orientation_error_deg"),
+            row.get("aligned"))
+
+
+def run_record(args: argparse.Namespace) -> dict:
+    """What produced this run's rows: parts, controllers, trials, seed and the commit."""
+    import subprocess
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"parts": list(args.parts), "controllers": list(args.controllers), "trials": args.trials,
+            "mix_trials": args.mix_trials, "seed": args.seed, "commit": commit,
+            "date": time.strftime("%Y-%m-%d")}
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s rows in place of the rows they reproduce (same controller, grasp,
+    level, initial error and alignment) and ``new``'s run appended; ValueError if the two used
+    different seeds, episode lengths, camera or physics (their rows could not be compared)."""
+    for key in ("seed", "seconds_per_episode", "camera", "physics_name"):
+        if old.get(key) != new.get(key):
+            raise ValueError(f"--merge: {key} differs ({old.get(key)!r} in the file, {new.get(key)!r} now)")
+    merged = dict(old)
+    for group in GROUPS:
+        fresh = {row_key(r): r for r in new.get(group, [])}
+        rows = [fresh.pop(row_key(r), r) for r in old.get(group, [])]   # in place, order kept
+        merged[group] = rows + list(fresh.values())
+    runs = old.get("runs", [])
+    merged["runs"] = (runs if isinstance(runs, list) else [{"description": k, "command": v} for k, v in runs.items()]) \
+        + new["runs"]
+    return merged
+
+
+def targets(results: dict) -> dict:
+    """The issue-19 targets against the rows of ``results``."""
     l3 = results["level3"]
     l4 = results["level4_10deg"]
-    results["targets"] = {
+    return {
         "level3_position_error_cm_max": PAPER_SIM_L3_CM, "level3_drop_rate_max": 0.0,
         "level3_met": {f"{r['controller']}-{r['grasp']}": bool(
             kept(r) and r["mean"]["position_error_cm"] <= PAPER_SIM_L3_CM[r["controller"]]
@@ -181,9 +242,6 @@ def main() -> None:
         "compute_ms_mean_in_runs": {f"{r['controller']}-{r['grasp']} L{r['level']}": r["compute_us"]["mean"] / 1e3
                                     for r in l3 + l4 if r["compute_us"]["mean"] is not None},
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2, sort_keys=True, default=float)
 
 
 if __name__ == "__main__":

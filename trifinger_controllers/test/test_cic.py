@@ -153,6 +153,15 @@ def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
     assert holding == 3
     assert record.position_error_cm < 2.0
     assert controller.grasp.name == "cg" and controller.phase.name == "MOVE"
+    # anti-windup: an image 5 mm off x_g is integrated, but not while a finger is at its limit
+    subgoal = controller.subgoal(goal.position)
+    for saturated, changes in ((True, False), (False, True)):
+        before = controller._integral.copy()
+        controller._saturated = saturated
+        image = CubePose(subgoal - np.array([0.0, 0.0, 0.005]), goal.orientation,
+                         stamp=controller._last_stamp + 0.1)
+        controller._camera_feedback(image, subgoal)
+        assert (not np.allclose(controller._integral, before)) == changes, saturated
 
 
 def test_regrasp_asynchronous_is_planned_off_the_control_call():

@@ -46,7 +46,9 @@ has its parameter; measured without them: drops or oscillation):
   taken (``delay_compensation``); with ``K1 = 1`` the references then follow x_g rigidly;
 * ``integral_gain``: the error between x_g at an image's time and the observed cube, integrated
   into ``x^_r`` once per image (clipped at ``integral_limit``), removes the offset between where
-  the grasp holds the cube and where it is (sag, slip): the final error goes to ~0;
+  the grasp holds the cube and where it is (sag, slip): the final error goes to ~0; it is held
+  while a finger is at its torque limit (anti-windup: measured, an integral winding up there,
+  at a goal the fingers could not reach, loaded the saturated finger until the cube dropped);
 * orientation: levels 1-3 ignore it, and the references keep the orientation the cube was
   grasped with; tau_4's ``phi`` is measured from the fingertips (their rotation since the grasp
   closed, no camera delay: the camera-delayed orientation made this loop oscillate); optionally
@@ -403,6 +405,7 @@ class CartesianImpedanceController(Controller):
         self._slip = np.zeros(3)
         self._lead = 0.0
         self._integral = np.zeros(3)
+        self._saturated = False
         self._lost_images = 0
         self._last_stamp = observation.cube.stamp
         self._lost_stamp = observation.cube.stamp
@@ -466,7 +469,7 @@ class CartesianImpedanceController(Controller):
             self._last_stamp = pose.stamp
             error = then - np.asarray(pose.position, dtype=float)
             self._lead = float(np.linalg.norm(error))
-            if self._lead < INTEGRAL_ERROR_LIMIT:
+            if self._lead < INTEGRAL_ERROR_LIMIT and not self._saturated:
                 self._integral = np.clip(self._integral + p.integral_gain * period * error,
                                          -p.integral_limit, p.integral_limit)
             if k is not None and p.slip_correction > 0.0:
@@ -643,6 +646,9 @@ class CartesianImpedanceController(Controller):
         self.terms = dict(f1=f1, f2=f2, f3=f3, f4=f4, weight=fw, gravity=gravity,
                           references=references, tips=tips)
         command = tau1 + force_torques(jac, (f2 + f3 + f4 + fw) + (f1 if isotropic else 0.0))
+        # anti-windup: no integration while a finger is at its torque limit (a finger's command
+        # is then scaled down as a whole; integrating on would only load it further)
+        self._saturated = bool(np.max(np.abs(gravity + command)) > TORQUE_LIMIT)
         return fit_to_limit(command, gravity).reshape(-1)
 
     def _matrix(self, quaternion: np.ndarray) -> np.ndarray:

@@ -18,6 +18,8 @@ from trifinger_controllers.controllers.cic import (
     resultant_cancelling_forces,
     resultant_cancelling_torques,
     skew,
+    windup_directions,
+    without_windup,
     wrench_forces,
 )
 from trifinger_controllers.kinematics import FingerKinematics
@@ -153,15 +155,33 @@ def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
     assert holding == 3
     assert record.position_error_cm < 2.0
     assert controller.grasp.name == "cg" and controller.phase.name == "MOVE"
-    # anti-windup: an image 5 mm off x_g is integrated, but not while a finger is at its limit
+    # anti-windup: an image 5 mm below x_g is integrated upwards, but not along a direction that
+    # would load a saturated finger further
     subgoal = controller.subgoal(goal.position)
-    for saturated, changes in ((True, False), (False, True)):
+    for windup in (np.zeros((0, 3)), np.array([[0.0, 0.6, 0.8]])):
         before = controller._integral.copy()
-        controller._saturated = saturated
+        controller._windup = windup
         image = CubePose(subgoal - np.array([0.0, 0.0, 0.005]), goal.orientation,
                          stamp=controller._last_stamp + 0.1)
         controller._camera_feedback(image, subgoal)
-        assert (not np.allclose(controller._integral, before)) == changes, saturated
+        step = controller._integral - before
+        assert step[2] > 0 if len(windup) == 0 else abs(step @ windup[0]) < 1e-12, (windup, step)
+
+
+def test_anti_windup_directions():
+    """A finger over the limit yields the shift direction that raises its worst joint's torque
+    magnitude; a step along it loses that component, a step against it is kept."""
+    q, jac, _, _ = grasp_state()
+    torques = np.array([[0.1, -0.5, 0.2], [0.1, 0.1, 0.1], [0.0, 0.2, -0.1]])   # finger 0 over
+    stiffness = ISOTROPIC_MASS * np.array([700.0, 700.0, 750.0])
+    directions = windup_directions(jac, torques, stiffness)
+    assert directions.shape == (1, 3) and np.isclose(np.linalg.norm(directions[0]), 1.0)
+    d = directions[0]
+    shift = 1e-3 * d   # the tip force changes by stiffness * shift; joint 1 of finger 0 grows in magnitude
+    assert np.sign(torques[0, 1]) * (jac[0].T @ (stiffness * shift))[1] > 0
+    np.testing.assert_allclose(without_windup(2.0 * d, directions) @ d, 0.0, atol=1e-12)
+    np.testing.assert_allclose(without_windup(-d, directions), -d)
+    assert windup_directions(jac, 0.5 * torques, stiffness).shape == (0, 3)
 
 
 def test_regrasp_asynchronous_is_planned_off_the_control_call():

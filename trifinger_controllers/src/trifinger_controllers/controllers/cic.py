@@ -46,9 +46,11 @@ has its parameter; measured without them: drops or oscillation):
   taken (``delay_compensation``); with ``K1 = 1`` the references then follow x_g rigidly;
 * ``integral_gain``: the error between x_g at an image's time and the observed cube, integrated
   into ``x^_r`` once per image (clipped at ``integral_limit``), removes the offset between where
-  the grasp holds the cube and where it is (sag, slip): the final error goes to ~0; it is held
-  while a finger is at its torque limit (anti-windup: measured, an integral winding up there,
-  at a goal the fingers could not reach, loaded the saturated finger until the cube dropped);
+  the grasp holds the cube and where it is (sag, slip): the final error goes to ~0; it does not
+  grow in the directions that load a finger already at its torque limit (anti-windup,
+  :func:`without_windup`: measured, an integral winding up against a saturated finger at a goal
+  the fingers could not reach loaded that finger until the cube dropped; holding the whole
+  integral instead stalled carries in which one finger saturated from the start);
 * orientation: levels 1-3 ignore it, and the references keep the orientation the cube was
   grasped with; tau_4's ``phi`` is measured from the fingertips (their rotation since the grasp
   closed, no camera delay: the camera-delayed orientation made this loop oscillate); optionally
@@ -342,6 +344,33 @@ def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE
     return gravity + scale * command
 
 
+def windup_directions(jac: np.ndarray, torques: np.ndarray, stiffness: np.ndarray,
+                      limit: float = TORQUE_LIMIT) -> np.ndarray:
+    """(k, 3) unit directions of the reference shift that would load a finger already over the
+    limit further, one per such finger: its joint furthest over ``limit``, ``j``, and
+    ``d ~ stiffness * sign(tau_j) J[:, j]`` (a shift ``s`` of every reference changes each tip
+    force by ``stiffness * s``, and ``tau_j`` by ``J[:, j] . dF``)."""
+    directions = []
+    for f in np.flatnonzero(np.max(np.abs(torques), axis=1) > limit):
+        j = int(np.argmax(np.abs(torques[f])))
+        d = stiffness * np.sign(torques[f, j]) * jac[f][:, j]
+        norm = float(np.linalg.norm(d))
+        if norm > 0.0:
+            directions.append(d / norm)
+    return np.array(directions).reshape(-1, 3)
+
+
+def without_windup(step: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """``step`` without its components along ``directions`` that point the same way
+    (conditional integration: the integral grows only where no saturated finger is loaded
+    further)."""
+    for d in directions:
+        along = float(step @ d)
+        if along > 0.0:
+            step = step - along * d
+    return step
+
+
 # ------------------------------------------------------------------------------ the controller
 class CartesianImpedanceController(Controller):
     """CIC of §IV-C with any grasp (default CG), 100 Hz.
@@ -405,7 +434,7 @@ class CartesianImpedanceController(Controller):
         self._slip = np.zeros(3)
         self._lead = 0.0
         self._integral = np.zeros(3)
-        self._saturated = False
+        self._windup = np.zeros((0, 3))
         self._lost_images = 0
         self._last_stamp = observation.cube.stamp
         self._lost_stamp = observation.cube.stamp
@@ -469,9 +498,9 @@ class CartesianImpedanceController(Controller):
             self._last_stamp = pose.stamp
             error = then - np.asarray(pose.position, dtype=float)
             self._lead = float(np.linalg.norm(error))
-            if self._lead < INTEGRAL_ERROR_LIMIT and not self._saturated:
-                self._integral = np.clip(self._integral + p.integral_gain * period * error,
-                                         -p.integral_limit, p.integral_limit)
+            if self._lead < INTEGRAL_ERROR_LIMIT:
+                step = without_windup(p.integral_gain * period * error, self._windup)
+                self._integral = np.clip(self._integral + step, -p.integral_limit, p.integral_limit)
             if k is not None and p.slip_correction > 0.0:
                 # how far the cube has turned in the grasp: the camera's orientation against the
                 # one the tips held when the image was taken (low-pass: a complementary filter)
@@ -646,9 +675,7 @@ class CartesianImpedanceController(Controller):
         self.terms = dict(f1=f1, f2=f2, f3=f3, f4=f4, weight=fw, gravity=gravity,
                           references=references, tips=tips)
         command = tau1 + force_torques(jac, (f2 + f3 + f4 + fw) + (f1 if isotropic else 0.0))
-        # anti-windup: no integration while a finger is at its torque limit (a finger's command
-        # is then scaled down as a whole; integrating on would only load it further)
-        self._saturated = bool(np.max(np.abs(gravity + command)) > TORQUE_LIMIT)
+        self._windup = windup_directions(jac, gravity + command, ISOTROPIC_MASS * self._stiffness)
         return fit_to_limit(command, gravity).reshape(-1)
 
     def _matrix(self, quaternion: np.ndarray) -> np.ndarray:

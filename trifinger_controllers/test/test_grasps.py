@@ -230,3 +230,22 @@ def test_tip_targets_follow_the_cube():
     np.testing.assert_allclose(targets, points - grasps.TIP_RADIUS * normals)
     moved = CubePose(pose.position + np.array([0.01, 0.0, 0.02]), pose.orientation)
     np.testing.assert_allclose(grasp.tip_targets(moved) - targets, np.tile([0.01, 0.0, 0.02], (3, 1)))
+
+
+def test_selection_takes_a_grasp_for_the_cube_when_no_assignment_reaches_the_goal(kinematics):
+    """A goal beyond every CG assignment's reach (0.5 m out): the selection still grasps the
+    cube (chosen without the goal) instead of raising; a cube out of reach still raises."""
+    from types import SimpleNamespace
+
+    from trifinger_controllers.controllers.grasp_phases import grasp_selection
+
+    pose = resting(0.3)
+    far = CubePose(np.array([0.5, 0.0, 0.08]), cube.IDENTITY)
+    with pytest.raises(grasps.GraspError):
+        grasps.center_of_three_grasp(pose, far, kinematics, level=3)
+    grasp = grasp_selection("cic", "cg", 3)(SimpleNamespace(cube=pose, goal=far), kinematics)
+    assert grasp.name == "cg"
+    assert np.max(grasps.ik_residual(grasp, pose, kinematics)) <= grasps.IK_TOLERANCE
+    with pytest.raises(grasps.GraspError):
+        grasp_selection("cic", "cg", 3)(SimpleNamespace(cube=CubePose(far.position, far.orientation), goal=far),
+                                        kinematics)

@@ -414,7 +414,7 @@ class CartesianImpedanceController(Controller):
         self.regrasps = 0
         self._interval = CallInterval()
         self._waypoint = self.kin.tip_positions(observation.robot.position)
-        # the first grasp has no fallback: GraspError if the grasp is out of reach
+        # the first grasp has no fallback to other strategies: GraspError if the cube is out of reach
         self._start_grasp(observation, self.grasp_planner.plan(observation))
 
     def _start_grasp(self, observation: Observation, grasp: grasps.Grasp) -> None:

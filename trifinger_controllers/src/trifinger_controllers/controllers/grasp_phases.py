@@ -30,7 +30,9 @@ class Phase(enum.Enum):
 @dataclass(frozen=True)
 class GraspSelection:
     """The grasp of ``spec`` for an observation; at a re-grasp, where ``spec`` reaches none (e.g.
-    the cube dropped near the arena's edge), the first reachable of ``fallback``. Run on the
+    the cube dropped near the arena's edge), the first reachable of ``fallback``. A named
+    strategy that reaches the cube but no assignment of which reaches the goal too (a goal at the
+    arena's edge) is chosen for the cube alone. Run on the
     planner's thread (grasp_planner.py) with its kinematics: a callable ``spec`` is called there,
     and must not use a FingerKinematics that the controller uses."""
 
@@ -55,11 +57,14 @@ class GraspSelection:
             names = tuple(dict.fromkeys(((spec,) if isinstance(spec, str) else tuple(spec))
                                         + (self.fallback if regrasp else ())))
         error: Optional[grasps.GraspError] = None
-        for name in names:
-            try:
-                return grasps.make_grasp(name, observation.cube, observation.goal, kinematics, self.level)
-            except grasps.GraspError as exc:
-                error = exc
+        # first reachable at the cube and at the goal; else reachable at the cube alone (the
+        # carry then goes as far as the fingers reach, rather than no grasp at all)
+        for goal in (observation.goal, None):
+            for name in names:
+                try:
+                    return grasps.make_grasp(name, observation.cube, goal, kinematics, self.level)
+                except grasps.GraspError as exc:
+                    error = exc
         raise error if error is not None else grasps.GraspError("no grasp to try")
 
 

@@ -360,6 +360,7 @@ class TrifingerNodes(unittest.TestCase):
                        dict(params="/nonexistent/params.yaml"), "not found"),
             "params_key": (("mp_controller", "bad_key_mp"), dict(params=unknown_key), "nonsense"),
             "grasp": (("cpc_controller", "bad_grasp_cpc"), dict(grasp="xg"), "unknown grasp"),
+            "align": (("cic_controller", "bad_align_cic"), dict(align="maybe"), "~align must be true or false"),
         }
         failing = {case: (Node(self.folder, *names, **params), expected)
                    for case, (names, params, expected) in fatal_cases.items()}

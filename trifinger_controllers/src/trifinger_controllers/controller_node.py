@@ -28,7 +28,9 @@ asked for, as the in-process evaluation does (the run stays deterministic and eq
 Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG, MP-PG),
 ``~level`` (the RRC level the simulator runs, 1-4, default 3: grasp choice and goal terms),
 ``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~residual`` (optional
-residual policy file of residual.py, applied on top of the controller), ``~lock_step_wait`` (2 s).
+residual policy file of residual.py, applied on top of the controller), ``~align`` (false; true:
+the alignment primitives of aligned.py chained before the policy when the cube's orientation is
+far from the goal's, as ``evaluate --align``), ``~lock_step_wait`` (2 s).
 A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
 Every input is checked (message_checks.py: joint states by name, lengths, NaN/Inf, the platform's
 limits widened for measurement, a stamp far ahead of the clock; poses finite, within 0.52 m of
@@ -74,10 +76,11 @@ class ConfigurationError(ValueError):
 
 
 def build_controller(name: str, grasp: str, level: int, params_path: str,
-                     residual_path: str) -> Controller:
+                     residual_path: str, align: bool = False) -> Controller:
     """The controller ``name`` with ``grasp`` for RRC ``level``, the hyperparameters of
-    ``params_path`` (empty: the defaults) and, with ``residual_path``, a residual policy on top;
-    ConfigurationError (one line) for anything unusable."""
+    ``params_path`` (empty: the defaults), with ``residual_path`` a residual policy on top, and
+    with ``align`` the alignment primitives chained before it (aligned.py, as ``evaluate
+    --align``); ConfigurationError (one line) for anything unusable."""
     for label, path in (("~params", params_path), ("~residual", residual_path)):
         if path and not os.path.isfile(path):
             raise ConfigurationError(f"{label} file not found: {path}")
@@ -87,6 +90,9 @@ def build_controller(name: str, grasp: str, level: int, params_path: str,
         if residual_path:
             from trifinger_controllers.residual import load_policy
             controller = load_policy(residual_path, controller)
+        if align:
+            from trifinger_controllers.aligned import AlignedController
+            controller = AlignedController(controller)
     except ImportError as exc:
         raise ConfigurationError(f"~residual needs trifinger_controllers.residual: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
@@ -94,6 +100,13 @@ def build_controller(name: str, grasp: str, level: int, params_path: str,
     if not isinstance(controller, Controller) or not controller.rate_hz > 0:
         raise ConfigurationError(f"make_controller({name!r}) did not return a Controller")
     return controller
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = rospy.get_param(f"~{name}", default)
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"~{name} must be true or false, got {value!r}")
+    return value
 
 
 def _number(name: str, default, kind: type):
@@ -158,7 +171,8 @@ class ControllerNode:
             raise ConfigurationError(f"~lock_step_wait must be > 0, got {self.wait}")
         self.controller = build_controller(name, self.grasp, self.level,
                                            str(rospy.get_param("~params", "")),
-                                           str(rospy.get_param("~residual", "")))
+                                           str(rospy.get_param("~residual", "")),
+                                           _flag("align", False))
         self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))
         self.stats = ComputeStats()
         self.estimator = ObservationFilter()             # the cube pose the controller acts on

@@ -165,7 +165,7 @@ PREAMBLE = textwrap.dedent("""
     MODE = sys.argv.pop(1)
     if MODE == "no-registry":
         del registry.make_controller
-    sys.modules["trifinger_controllers.residual"] = None  # not written yet: ImportError
+    sys.modules["trifinger_controllers.rpl_policy"] = None  # not written yet: ImportError
     sys.argv[0] = SCRIPT
     runpy.run_path(SCRIPT, run_name="__main__")
 """)

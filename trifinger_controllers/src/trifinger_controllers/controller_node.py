@@ -28,7 +28,7 @@ asked for, as the in-process evaluation does (the run stays deterministic and eq
 Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG, MP-PG),
 ``~level`` (the RRC level the simulator runs, 1-4, default 3: grasp choice and goal terms),
 ``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~residual`` (optional
-residual policy file of residual.py, applied on top of the controller), ``~align`` (false; true:
+residual policy file of rpl_policy.py, applied on top of the controller), ``~align`` (false; true:
 the alignment primitives of aligned.py chained before the policy when the cube's orientation is
 far from the goal's, as ``evaluate --align``), ``~lock_step_wait`` (2 s).
 A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
@@ -88,13 +88,13 @@ def build_controller(name: str, grasp: str, level: int, params_path: str,
         params = default_parameters(name).load_yaml(params_path) if params_path else None
         controller = make_controller(name, grasp, params, FingerKinematics(), level=level)
         if residual_path:
-            from trifinger_controllers.residual import load_policy
+            from trifinger_controllers.rpl_policy import load_policy
             controller = load_policy(residual_path, controller)
         if align:
             from trifinger_controllers.aligned import AlignedController
             controller = AlignedController(controller)
     except ImportError as exc:
-        raise ConfigurationError(f"~residual needs trifinger_controllers.residual: {exc}") from None
+        raise ConfigurationError(f"~residual needs trifinger_controllers.rpl_policy: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
         raise ConfigurationError(str(exc)) from None
     if not isinstance(controller, Controller) or not controller.rate_hz > 0:

@@ -1,4 +1,4 @@
-"""Residual policy learning (residual.py, scripts/train-residual): env spaces and reward, bounded
+"""Residual policy learning (rpl_policy.py, rpl_training.py, scripts/train-residual): env spaces and reward, bounded
 residuals, train/deploy consistency, the policy file (round trip, refusals, no code execution), a
 tiny SAC run and `evaluate --residual`."""
 import json
@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from trifinger_controllers import evaluation, residual, task
+from trifinger_controllers import evaluation, rpl_policy, rpl_training, task
 from trifinger_controllers.controller import Controller
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.platform import SimulatedPlatform
-from trifinger_controllers.residual import (
-    INPUT_DIM, RESIDUAL_SCALE, STATE_DIM, PolicyFileError, ResidualController, ResidualEnv,
-    ResidualPolicy, RewardWeights, build_actor, load_policy, policy_input, policy_metadata,
-    read_policy, save_policy,
+from trifinger_controllers.rpl_policy import (
+    INPUT_DIM, RESIDUAL_SCALE, STATE_DIM, PolicyFileError, ResidualController, ResidualPolicy,
+    load_policy, policy_input, policy_metadata, read_policy, save_policy,
 )
+from trifinger_controllers.rpl_training import ResidualEnv, RewardWeights, build_sb3_actor
 from trifinger_controllers.types import TORQUE_LIMIT
 
 KIN = FingerKinematics()
@@ -44,7 +44,7 @@ class Hold(Controller):
 def random_policy(seed=0, bias=0.0, base="hold", rate=200.0):
     """An actor with random weights (non-zero mean head) and its metadata."""
     torch.manual_seed(seed)
-    actor = build_actor()
+    actor = build_sb3_actor()   # what training produces
     with torch.no_grad():
         actor.mu.weight.normal_(0.0, 0.5)
         actor.mu.bias.fill_(bias)
@@ -143,13 +143,14 @@ def test_save_and_load_give_identical_actions(tmp_path):
     inputs = np.random.default_rng(0).normal(size=(64, INPUT_DIM)).astype(np.float32)
     assert np.array_equal(policy.action(inputs), loaded.action(inputs))
     with torch.no_grad():   # the deterministic action of SB3's actor: tanh of the Gaussian mean
-        sb3 = loaded.actor(torch.as_tensor(inputs), deterministic=True).numpy()
+        sb3 = policy.actor(torch.as_tensor(inputs), deterministic=True).numpy()
+    assert type(loaded.actor).__name__ == "ResidualActor"    # read without SB3
     assert np.allclose(loaded.action(inputs), sb3, atol=1e-6)
     assert np.any(np.abs(loaded.action(inputs)) > 0.1)
     meta = loaded.metadata
     assert (meta["base_controller"], meta["grasp"], meta["residual_scale"], meta["training"]["steps"]) == \
         ("hold", "tg", RESIDUAL_SCALE, 7)
-    assert meta["observation_layout"] == residual.OBSERVATION_LAYOUT_VERSION
+    assert meta["observation_layout"] == rpl_policy.OBSERVATION_LAYOUT_VERSION
     controller = load_policy(path, Hold())
     assert isinstance(controller, ResidualController) and controller.rate_hz == 200.0
     obs = SimulatedPlatform().reset(*task.sample_episode(3, np.random.default_rng(1))[::-1])
@@ -196,7 +197,7 @@ def test_bad_policy_files_are_refused_without_running_code(tmp_path):
     assert not marker.exists()
     raw = tmp_path / "evil.pkl"                     # a raw pickle, not a torch zip
     with open(raw, "wb") as stream:
-        pickle.dump({"format": residual.FORMAT, "note": _Payload(str(marker))}, stream, protocol=4)
+        pickle.dump({"format": rpl_policy.FORMAT, "note": _Payload(str(marker))}, stream, protocol=4)
     assert "safe loader stopped" in _error(raw)
     assert not marker.exists()
     torch.load(str(evil), weights_only=False)       # the payload is live: plain unpickling runs it
@@ -208,7 +209,7 @@ def test_bad_policy_files_are_refused_without_running_code(tmp_path):
         return path
 
     meta = payload["metadata"]
-    assert residual.FORMAT in _error(variant("format.pt", format="something/else"))
+    assert rpl_policy.FORMAT in _error(variant("format.pt", format="something/else"))
     assert "version" in _error(variant("version.pt", version=99))
     assert "observation_layout" in _error(variant("layout.pt", metadata=dict(meta, observation_layout=0)))
     assert "lacks" in _error(variant("meta.pt", metadata={k: v for k, v in meta.items() if k != "grasp"}))
@@ -229,8 +230,8 @@ def test_bad_policy_files_are_refused_without_running_code(tmp_path):
 def tiny_policy(tmp_path_factory):
     """A policy from a tiny SAC run on MP-PG (a few hundred RL steps)."""
     out = str(tmp_path_factory.mktemp("rpl") / "mp.pt")
-    config = residual.SACConfig(learning_starts=100, batch_size=32, buffer_size=1000)
-    result = residual.train("mp", None, 3, 250, seed=0, out=out, episode_seconds=0.3, eval_every=200,
+    config = rpl_training.SACConfig(learning_starts=100, batch_size=32, buffer_size=1000)
+    result = rpl_training.train("mp", None, 3, 250, seed=0, out=out, episode_seconds=0.3, eval_every=200,
                             eval_trials=1, eval_seconds=0.2, config=config, progress=False)
     return out, result
 
@@ -282,3 +283,13 @@ def test_train_residual_bad_input(tmp_path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_runtime_module_needs_neither_gymnasium_nor_sb3():
+    """What the controller nodes import to run a policy (rpl_policy) pulls no training library
+    into the control loop."""
+    code = ("import sys; import trifinger_controllers.rpl_policy, trifinger_controllers.controller_node; "
+            "print(sorted(m for m in ('gymnasium', 'gym', 'stable_baselines3') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

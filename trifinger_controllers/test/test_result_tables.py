@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from trifinger_controllers.tables import bo_table, level_table, mix_and_match_table, rpl_table
+from trifinger_controllers.tables import (bo_table, level_table, mix_and_match_table, plot_rpl_curves,
+                                          rpl_curve_table, rpl_table)
 
 RESULTS = os.path.join(os.path.dirname(__file__), "..", "results")
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "tables")
@@ -64,6 +65,20 @@ def test_rpl_table_from_the_committed_results():
         rpl = json.load(f)
     table = rpl_table([rpl]).splitlines()
     assert [r.split("|")[1].strip() for r in table[2:]] == ["MP-PG", "MP-PG w RPL"]
+
+
+def test_rpl_learning_curves_from_the_committed_results(tmp_path):
+    with open(os.path.join(RESULTS, "rpl_mp_l3.json")) as f:
+        rpl = json.load(f)
+    curve = rpl["learning_curve"]
+    table = rpl_curve_table([rpl]).splitlines()
+    assert len(table) == 2 + len(curve)
+    first = table[2].split("|")
+    assert first[1].strip() == f"{curve[0]['step']:,}"
+    assert first[2].strip().startswith(f"{curve[0]['mean_all']['cumulative_reward']:.0f} / ")
+    path = tmp_path / "curves.png"
+    plot_rpl_curves([rpl], str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_tables_script_refuses_a_missing_file(tmp_path):

@@ -9,7 +9,9 @@
 * :func:`level_table`: the level-3 and level-4 rows of the targets (errors on the ground truth
   and as the object tracker sees them);
 * :func:`rpl_table`, Table IV: each controller with and without its residual policy (from
-  ``train-residual --json``'s ``comparison``).
+  ``train-residual --json``'s ``comparison``);
+* :func:`rpl_curve_table` and :func:`plot_rpl_curves`: the learning curves of the residual
+  policies (evaluation reward R vs RL steps).
 """
 from __future__ import annotations
 
@@ -117,3 +119,45 @@ def rpl_table(results: Iterable[dict]) -> str:
                 f"{row['drop_percent']:.0f}",
             ]) + " |")
     return "\n".join(lines)
+
+
+def rpl_curve_table(results: Iterable[dict]) -> str:
+    """The learning curves of ``train-residual`` JSON files: per evaluation point (RL steps) and
+    controller, R over all evaluation episodes, position error [cm] and drops [%]."""
+    results = list(results)
+    steps = sorted({p["step"] for r in results for p in r["learning_curve"]})
+    head = ["RL steps"] + [f"{PAIRING_NAMES.get(r['config']['controller'], r['config']['controller'])}-"
+                           f"{r['config']['grasp'].upper()} w RPL: R / cm / drop %" for r in results]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for step in steps:
+        cells = [f"{step:,}"]
+        for r in results:
+            point = next((p for p in r["learning_curve"] if p["step"] == step), None)
+            cells.append("–" if point is None else
+                         f"{point['mean_all']['cumulative_reward']:.0f} / "
+                         f"{point['mean_all']['position_error_cm']:.2f} / {100.0 * point['drop_rate']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_rpl_curves(results: Iterable[dict], path: str) -> None:
+    """Evaluation reward R vs RL steps of each ``train-residual`` result (step 0: the base
+    controller alone, the residual's mean head starting at zero), written to ``path`` (PNG)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for r in results:
+        curve = r["learning_curve"]
+        name = f"{PAIRING_NAMES.get(r['config']['controller'], r['config']['controller'])}-{r['config']['grasp'].upper()}"
+        ax.plot([p["step"] for p in curve], [p["mean_all"]["cumulative_reward"] for p in curve],
+                marker="o", label=f"{name} w RPL")
+    ax.set_xlabel("RL steps")
+    ax.set_ylabel("R, evaluation episodes (mean)")
+    ax.set_title("Residual policy learning, level 3 (simulation)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

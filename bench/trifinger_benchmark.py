@@ -124,7 +124,8 @@ def main() -> None:
                         help="level-4 initial orientation errors run with the alignment primitives "
                              "chained (part level4_large; paper Table II: 25, 35 deg)")
     parser.add_argument("--parts", nargs="+", choices=("compute", "level3", "level4", "level4_large", "mix"),
-                        default=["compute", "level3", "level4", "level4_large", "mix"], help="what to run (default all)")
+                        default=["compute", "level3", "level4", "level4_large", "mix"],
+                        help="what to run (default all)")
     parser.add_argument("--controllers", nargs="+", choices=CONTROLLERS, default=list(CONTROLLERS),
                         help="controllers to run (default all; mix and match: their rows)")
     parser.add_argument("--merge", action="store_true",

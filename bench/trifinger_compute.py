@@ -133,7 +133,8 @@ def compute_time(name: str, grasp: str, seed: int, seconds: float, options: SimO
         return float(max(values)) if values else None
 
     return {"controller": name, "grasp": grasp, "calls": int(us.size), **statistics(us),
-            "cpu": statistics(np.concatenate(cpu_times)), "rate_hz": rate, "trials": trials, "seed": seed, "seconds": seconds, "knock_at_s": knock_at,
+            "cpu": statistics(np.concatenate(cpu_times)), "rate_hz": rate, "trials": trials, "seed": seed,
+            "seconds": seconds, "knock_at_s": knock_at,
             "mode": "asynchronous, real time" if asynchronous else "deterministic", "regrasps": regrasps,
             "planning": {"plans": len(plan_seconds),
                          "seconds_mean": float(np.mean(plan_seconds)) if plan_seconds else None,

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from panda_sim2real import preflight
 from panda_sim2real.preflight import (FAIL, OK, WARN, format_table, governor_check, kernel_check,

@@ -141,7 +141,8 @@ def test_settings_from_the_file_and_the_options(tmp_path):
 # ------------------------------------------------------------------------------ tools
 
 def test_a_failing_tool_becomes_one_line_naming_the_stage():
-    script = "import sys; print('working', file=sys.stderr); print('error: the bag is gone', file=sys.stderr); sys.exit(2)"
+    script = ("import sys; print('working', file=sys.stderr); "
+              "print('error: the bag is gone', file=sys.stderr); sys.exit(2)")
     with pytest.raises(PipelineError) as info:
         run_tool("collect", [sys.executable, "-c", script], quiet=True)
     assert info.value.stage == "collect"

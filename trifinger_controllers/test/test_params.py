@@ -28,8 +28,10 @@ def test_vector_round_trip():
     u = SET.to_vector()
     assert np.all((u >= 0) & (u <= 1))
     assert SET.from_vector(u).to_dict() == pytest.approx(SET.to_dict())
-    assert SET.from_vector(np.zeros(4)).to_dict() == pytest.approx({"k_p": 5.0, "damping": 1e-6, "ratio": 0.0, "steps": 2})
-    assert SET.from_vector(np.ones(4)).to_dict() == pytest.approx({"k_p": 50.0, "damping": 1e-2, "ratio": 1.0, "steps": 20})
+    low = {"k_p": 5.0, "damping": 1e-6, "ratio": 0.0, "steps": 2}
+    high = {"k_p": 50.0, "damping": 1e-2, "ratio": 1.0, "steps": 20}
+    assert SET.from_vector(np.zeros(4)).to_dict() == pytest.approx(low)
+    assert SET.from_vector(np.ones(4)).to_dict() == pytest.approx(high)
     # log scale: the midpoint is the geometric mean
     assert SET.from_vector([0.5, 0.5, 0.5, 0.5]).k_p == pytest.approx(np.sqrt(5.0 * 50.0))
     assert SET.from_vector([2.0, -1.0, 0.5, 0.5]).to_vector()[:2] == pytest.approx([1.0, 0.0])

@@ -113,7 +113,8 @@ def test_residual_is_bounded():
         torque = controller.compute(obs)
         assert np.all(np.abs(controller.last_residual) <= RESIDUAL_SCALE + 1e-12)
         assert np.allclose(np.abs(controller.last_residual), RESIDUAL_SCALE, rtol=1e-3)
-        assert np.allclose(torque, np.clip(controller.last_base + controller.last_residual, -TORQUE_LIMIT, TORQUE_LIMIT))
+        combined = controller.last_base + controller.last_residual
+        assert np.allclose(torque, np.clip(combined, -TORQUE_LIMIT, TORQUE_LIMIT))
 
 
 def test_env_and_controller_see_the_same_inputs():

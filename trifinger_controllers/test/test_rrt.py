@@ -41,8 +41,8 @@ class WallPlanner(GraspPathPlanner):
 def _check_plan(plan, planner, kin, start, goals):
     cfg = planner.config
     assert np.allclose(plan.positions[0], start.position)
-    assert any(np.allclose(plan.positions[-1], g.position) and cube.angle_between(plan.orientations[-1], g.orientation) < 1e-6
-               for g in goals)
+    assert any(np.allclose(plan.positions[-1], g.position)
+               and cube.angle_between(plan.orientations[-1], g.orientation) < 1e-6 for g in goals)
     steps = (np.linalg.norm(np.diff(plan.positions, axis=0), axis=1)
              + cfg.rotation_weight * cube.angle_between(plan.orientations[:-1], plan.orientations[1:]))
     assert np.all(steps <= cfg.resolution + 1e-9)

@@ -7,7 +7,6 @@ from typing import Optional, Sequence
 
 from tqdm import tqdm
 
-from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.pairs import CollectionSummary, PairBagWriter, collect_pairs
 from panda_sim2real.robot import SimulatedRobot

@@ -19,7 +19,8 @@ DATA_SUFFIXES = (".npz", ".bag")
 def load_dataset(path: str, limits: Optional[JointLimits] = None, seed: int = 0,
                  rate: float = 100.0, progress: Optional[Progress] = None) -> Dataset:
     """The data set in ``path``: an npz is loaded, a bag (or a folder of split bags) is read
-    with ``limits`` (default: the Panda's) and built with ``seed`` and ``rate``. ConfigError/BagError (one line) otherwise."""
+    with ``limits`` (default: the Panda's) and built with ``seed`` and ``rate``. ConfigError/BagError
+    (one line) otherwise."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".npz":
         return Dataset.load(path)

@@ -34,10 +34,10 @@ far from the goal's, as ``evaluate --align``), ``~lock_step_wait`` (2 s).
 A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
 Every input is checked (message_checks.py: joint states by name, lengths, NaN/Inf, the platform's
 limits widened for measurement, a stamp far ahead of the clock; poses finite, within 0.52 m of
-the arena centre, unit quaternion, world frame, the tracker's confidence in [0, 1]); a bad one is dropped and counted per topic and
-reason in /diagnostics, with one error line per topic, reason and second (sim2real_checks'
-guard). A torque command is published only if it is finite. If the controller raises, the node
-commands zero torque for that period and logs the error (throttled).
+the arena centre, unit quaternion, world frame, the tracker's confidence in [0, 1]); a bad one is
+dropped and counted per topic and reason in /diagnostics, with one error line per topic, reason
+and second (sim2real_checks' guard). A torque command is published only if it is finite. If the
+controller raises, the node commands zero torque for that period and logs the error (throttled).
 """
 from __future__ import annotations
 

@@ -393,9 +393,10 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
     finger, so the others can push the cube there: the paper's face closest to the goal without
     the kinematics; with them, of the faces towards the goal and their finger assignments the one
     needing the least torque to hold the cube at a goal above the floor (:func:`holding_torque`;
-    without a goal: the face that is hardest for the fingers to reach). Level 4: two fingers on the pair of opposite faces whose axis is
-    closest to the rotation from the cube's to the goal's orientation, the third on the face at
-    which an upward force turns the cube about that axis in the right sense. Fingers are
+    without a goal: the face that is hardest for the fingers to reach). Level 4: two fingers on the
+    pair of opposite faces whose axis is closest to the rotation from the cube's to the goal's
+    orientation, the third on the face at which an upward force turns the cube about that axis in
+    the right sense. Fingers are
     assigned by :func:`assign_fingers`; GraspError if no assignment is reachable."""
     faces = vertical_faces(cube_pose)
     normals_world = cube.rotate(cube_pose.orientation, cube.FACE_NORMALS)

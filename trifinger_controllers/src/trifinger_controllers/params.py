@@ -182,9 +182,9 @@ class ParameterSet:
             low, high = (float(x) for x in intervals.get(p.name, (p.low, p.high)))
             if not low < high:
                 raise ValueError(f"parameter {p.name}: invalid interval [{low:g}, {high:g}]")
-            clip = (lambda v: min(max(v, low), high))
-            parameters.append(Parameter(p.name, clip(p.default), low, high, p.doc, p.log, p.integer))
-            values[p.name] = clip(self._values[p.name])
+            parameters.append(Parameter(p.name, min(max(p.default, low), high), low, high, p.doc, p.log,
+                                        p.integer))
+            values[p.name] = min(max(self._values[p.name], low), high)
         return ParameterSet(self.name, parameters, values)
 
     # ----------------------------------------------------------------------------- BO vectors

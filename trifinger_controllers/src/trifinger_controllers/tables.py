@@ -150,7 +150,8 @@ def plot_rpl_curves(results: Iterable[dict], path: str) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for r in results:
         curve = r["learning_curve"]
-        name = f"{PAIRING_NAMES.get(r['config']['controller'], r['config']['controller'])}-{r['config']['grasp'].upper()}"
+        controller = r["config"]["controller"]
+        name = f"{PAIRING_NAMES.get(controller, controller)}-{r['config']['grasp'].upper()}"
         ax.plot([p["step"] for p in curve], [p["mean_all"]["cumulative_reward"] for p in curve],
                 marker="o", label=f"{name} w RPL")
     ax.set_xlabel("RL steps")

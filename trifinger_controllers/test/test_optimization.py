@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from trifinger_controllers.optimization import optimise
-from trifinger_controllers.params import Parameter, ParameterSet, load_params
+from trifinger_controllers.controllers import load_params
+from trifinger_controllers.params import Parameter, ParameterSet
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "optimize")
 

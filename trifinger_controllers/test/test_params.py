@@ -106,11 +106,10 @@ def test_with_intervals():
 
 def test_load_params_validates_against_the_controller_registry(tmp_path, monkeypatch):
     import trifinger_controllers.controllers as registry
-    from trifinger_controllers.params import load_params
 
     monkeypatch.setattr(registry, "default_parameters", lambda name: SET, raising=False)
     path = tmp_path / "p.yaml"
     path.write_text("k_p: 30\n")
-    assert load_params("cpc", path).k_p == 30.0
+    assert registry.load_params("cpc", path).k_p == 30.0
     with pytest.raises(FileNotFoundError, match="not found"):
-        load_params("cpc", tmp_path / "missing.yaml")
+        registry.load_params("cpc", tmp_path / "missing.yaml")

@@ -589,17 +589,6 @@ def sample_force_closure_grasps(
     return grasps
 
 
-def planned_grasp_candidates(cube_pose: CubePose, goal: Optional[CubePose],
-                             kinematics: Optional[FingerKinematics], level: int = 3,
-                             rng: Optional[np.random.Generator] = None, n_sampled: int = 10) -> List[Grasp]:
-    """PG's full candidate list (§IV-A): the heuristic grasps, then ``n_sampled`` random force
-    closure grasps."""
-    candidates = heuristic_candidates(cube_pose, goal, kinematics, level)
-    rng = rng if rng is not None else np.random.default_rng(0)
-    return candidates + sample_force_closure_grasps(rng, n_sampled, cube_pose=cube_pose,
-                                                    kinematics=kinematics, goal=goal, level=level)
-
-
 def planned_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
                   kinematics: Optional[FingerKinematics] = None, level: int = 3) -> Grasp:
     """PG without a motion planner (for CPC/CIC in the mix and match, §VI): the best-ranked

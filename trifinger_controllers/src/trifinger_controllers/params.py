@@ -248,15 +248,3 @@ def _yaml_number(value: object) -> object:
         except ValueError:
             return value
     return value
-
-
-def load_params(controller: str, path: "os.PathLike[str] | str") -> ParameterSet:
-    """The hyperparameters of controller ``controller`` ("cpc", "cic", "mp") from the YAML file
-    ``path``, validated against that controller's :class:`ParameterSet`
-    (``trifinger_controllers.controllers.default_parameters(name)``, the registry's)."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"parameter file not found: {path}")
-    from trifinger_controllers.controllers import default_parameters  # the registry (lazy: no cycle)
-
-    return default_parameters(controller).load_yaml(path)

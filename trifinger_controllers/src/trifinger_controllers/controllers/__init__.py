@@ -5,6 +5,7 @@ stays cheap."""
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Optional
 
 from trifinger_controllers.controller import Controller
@@ -34,6 +35,15 @@ def _module(name: str):
 def default_parameters(name: str) -> ParameterSet:
     """The hyperparameters of controller ``name`` with their defaults and BO intervals."""
     return getattr(_module(name), _entry(name)[2])
+
+
+def load_params(controller: str, path: "os.PathLike[str] | str") -> ParameterSet:
+    """The hyperparameters of ``controller`` ("cpc", "cic", "mp") from the YAML file ``path``
+    (e.g. ``optimize``'s output), validated against its :func:`default_parameters`."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"parameter file not found: {path}")
+    return default_parameters(controller).load_yaml(path)
 
 
 def default_grasp(name: str) -> str:

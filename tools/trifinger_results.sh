@@ -2,8 +2,11 @@
 # The TriFinger result files of trifinger_controllers/README.md (simulation, issue 19), from the
 # committed tools. Usage: tools/trifinger_results.sh bo|rpl
 #   bo   Table III: BO of the three pairings on level 3 (4 random + 50 BO candidates, 3 episodes
-#        of 15 s each, seed 1000, drops penalised), then each tuned set on the benchmark's 20
-#        level-3 trials (seed 2019) (~3 h on one core)
+#        of 15 s each, seed 1000, drops penalised), then bo-validate, then each chosen set on the
+#        benchmark's 20 level-3 trials (seed 2019) (~3 h on one core)
+#   bo-validate  the last two steps alone, for the committed searches results/bo_*_l3.json: the
+#        5 best candidates of each re-scored on 5 episodes of seed 1001, the best there kept
+#        (config/bo_*_l3.yaml), then evaluated on the 20 trials (~15 min per controller)
 #   rpl  Table IV: residual policies, 500 000 SAC steps per controller (one gradient step per 8 RL
 #        steps: ~15 ms each on one core), a learning curve every 50 000 steps (5 episodes of 10 s,
 #        seed 1000), then base vs base + RPL on 20 trials (seed 2019) (~1 h per controller)
@@ -18,11 +21,15 @@ declare -A PARAMS=(
 )
 declare -A GRASP=([cpc]=tg [cic]=cg [mp]=pg)
 case "${1:-}" in
-  bo)
-    for c in cpc cic mp; do
-      rosrun trifinger_controllers optimize --controller "$c" --level 3 --iterations 50 --episodes 3 \
-        --seconds 15 --seed 1000 --parameters "${PARAMS[$c]}" --no-progress \
-        --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3.json"
+  bo|bo-validate)
+    for c in ${2:-cpc cic mp}; do
+      if [ "$1" = bo ]; then
+        rosrun trifinger_controllers optimize --controller "$c" --level 3 --iterations 50 --episodes 3 \
+          --seconds 15 --seed 1000 --parameters "${PARAMS[$c]}" --no-progress \
+          --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3.json"
+      fi
+      rosrun trifinger_controllers bo-validate --bo "$PKG/results/bo_${c}_l3.json" --top 5 --episodes 5 \
+        --seed 1001 --quiet --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3_validation.json"
       rosrun trifinger_controllers evaluate --controller "$c" --grasp "${GRASP[$c]}" --level 3 \
         --trials 20 --seed 2019 --params "$PKG/config/bo_${c}_l3.yaml" --no-progress \
         --json "$PKG/results/bo_${c}_l3_eval.json"
@@ -33,5 +40,5 @@ case "${1:-}" in
         --train-freq 8 --eval-every 50000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --no-progress \
         --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
     done ;;
-  *) echo "usage: $0 bo|rpl [CONTROLLERS]" >&2; exit 2 ;;
+  *) echo "usage: $0 bo|bo-validate|rpl [CONTROLLERS]" >&2; exit 2 ;;
 esac

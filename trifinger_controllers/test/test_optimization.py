@@ -9,11 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from trifinger_controllers.optimization import optimise
+from trifinger_controllers.optimization import Evaluation, optimise, validate
 from trifinger_controllers.controllers import load_params
 from trifinger_controllers.params import Parameter, ParameterSet
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "optimize")
+VALIDATE = os.path.join(os.path.dirname(__file__), "..", "scripts", "bo-validate")
 
 SPACE = ParameterSet("toy", [
     Parameter("a", 1.0, 0.0, 2.0),
@@ -105,6 +106,34 @@ def test_cli_writes_a_loadable_parameter_file(tmp_path):
     assert all(0.02 <= e["values"]["path_speed"] <= 0.2 for e in data["evaluations"])
     assert all(e["summary"]["mean_all"]["cumulative_reward"] == pytest.approx(e["objective"])
                for e in data["evaluations"])
+    # bo-validate: the 2 best candidates re-scored on another episode, the better one kept
+    chosen, chosen_json = tmp_path / "mp_validated.yaml", tmp_path / "mp_validated.json"
+    done = subprocess.run([sys.executable, VALIDATE, "--bo", str(out_json), "--top", "2", "--episodes", "1",
+                           "--seed", "2", "--out", str(chosen), "--json", str(chosen_json), "--quiet"],
+                          capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(chosen_json.read_text())
+    scores = [c["validation"] for c in result["candidates"]]
+    assert len(scores) == 2 and result["chosen"] == int(np.argmax(scores)) and result["seed"] == 2
+    assert load_params("mp", chosen).to_dict() == result["candidates"][result["chosen"]]["values"]
+    same_seed = subprocess.run([sys.executable, VALIDATE, "--bo", str(out_json), "--seed", "1", "--out",
+                                str(chosen)], capture_output=True, text=True, timeout=120)
+    assert same_seed.returncode == 2 and "the search's own seed" in same_seed.stderr
+
+
+def test_validate_chooses_on_the_validation_episodes():
+    """The best training objective is a lucky draw: validation re-scores the top candidates
+    (distinct values only) and chooses where they score best."""
+    def evaluation(index, a, objective):
+        return Evaluation(index, "bo", [a], SPACE.replace(a=a).to_dict(), objective, 0.0)
+    searched = [evaluation(0, 0.2, -5.0), evaluation(1, 1.9, -0.1), evaluation(2, 1.9, -0.1),
+                evaluation(3, 1.2, -0.3), evaluation(4, 0.5, -0.4)]
+    scored, chosen = validate(searched, toy, SPACE, top=3)
+    assert [v.index for v in scored] == [1, 3, 4]          # the repeat of 1.9 is not re-scored
+    assert scored[chosen].values["a"] == 1.2                # nearest the true optimum a = 1.3
+    assert scored[chosen].validation == pytest.approx(toy(SPACE.replace(a=1.2)))
+    with pytest.raises(ValueError, match="top"):
+        validate(searched, toy, SPACE, top=0)
 
 
 @pytest.mark.parametrize("content, message", [

@@ -16,7 +16,10 @@ never the manually tuned values.
   the next candidate maximises the (log) expected improvement over the best observed value
   (``LogExpectedImprovement``, numerically robust EI), by ``optimize_acqf`` over ``[0, 1]^d``;
 * the result is the best *observed* candidate (with common random numbers the objective is a
-  deterministic function of ``theta``, so the best observation is not a lucky draw of goals).
+  deterministic function of ``theta``, so the best observation is not a lucky draw of goals);
+* :func:`validate` (an addition, the ``bo-validate`` tool): the few best candidates re-scored on
+  other episodes, the final choice made there. The best of K = 3 training episodes is still a
+  lucky draw of those episodes (measured: MP's drops 0 % on them, 25 % on 20 others).
 
 Deterministic for a seed on the CPU: NumPy draws the initial points, every GP fit and
 acquisition optimisation runs under ``torch.manual_seed(seed, iteration)`` in a forked RNG, in
@@ -28,7 +31,7 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -265,6 +268,44 @@ def optimise(
         best=space.from_dict(best.values), best_value=best.objective, best_index=best_index,
         gp=gp, wall_seconds=time.perf_counter() - start,
     )
+
+
+# ---------------------------------------------------------------------------------- validation
+@dataclass
+class Validated:
+    """One BO candidate re-scored on validation episodes: its index in the search, its objective
+    there (``train``) and on the validation episodes (``validation``), the validation summary."""
+
+    index: int
+    values: Dict[str, float]
+    train: float
+    validation: float
+    summary: Dict[str, object]
+
+
+def validate(evaluations: Sequence[Evaluation], objective: Objective, space: ParameterSet,
+             top: int) -> Tuple[List[Validated], int]:
+    """Re-score the ``top`` best distinct candidates of a search with ``objective`` on other
+    episodes (other goals, tracker noise and physics), and choose by that score: the best of a
+    few noisy training episodes is biased upwards (the winner's curse) and can be a set that
+    drops the cube on episodes it was not tuned on. Returns the re-scored candidates, best
+    training objective first, and the position of the chosen one in that list."""
+    if top < 1:
+        raise ValueError(f"top must be >= 1, got {top}")
+    ranked: List[Evaluation] = []
+    for e in sorted(evaluations, key=lambda e: e.objective, reverse=True):
+        if all(e.values != r.values for r in ranked):
+            ranked.append(e)
+        if len(ranked) == top:
+            break
+    if not ranked:
+        raise ValueError("no candidates to validate")
+    scored = []
+    for e in ranked:
+        value = float(objective(space.from_dict(e.values)))
+        summary = objective.summaries[-1] if getattr(objective, "summaries", None) else {}
+        scored.append(Validated(e.index, dict(e.values), e.objective, value, summary))
+    return scored, int(np.argmax([v.validation for v in scored]))
 
 
 # ---------------------------------------------------------------------------------- objective

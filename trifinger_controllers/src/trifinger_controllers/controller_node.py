@@ -94,7 +94,7 @@ def build_controller(name: str, grasp: str, level: int, params_path: str,
             from trifinger_controllers.aligned import AlignedController
             controller = AlignedController(controller)
     except ImportError as exc:
-        raise ConfigurationError(f"~residual needs trifinger_controllers.rpl_policy: {exc}") from None
+        raise ConfigurationError(f"~residual / ~align: cannot import what they need: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
         raise ConfigurationError(str(exc)) from None
     if not isinstance(controller, Controller) or not controller.rate_hz > 0:

@@ -114,7 +114,8 @@ def test_cli_writes_a_loadable_parameter_file(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(chosen_json.read_text())
     scores = [c["validation"] for c in result["candidates"]]
-    assert len(scores) == 2 and result["chosen"] == int(np.argmax(scores)) and result["seed"] == 2
+    assert len(scores) == 3 and result["candidates"][-1]["index"] == -1       # the manual set too
+    assert scores[result["chosen"]] == max(scores) and result["seed"] == 2
     assert load_params("mp", chosen).to_dict() == result["candidates"][result["chosen"]]["values"]
     same_seed = subprocess.run([sys.executable, VALIDATE, "--bo", str(out_json), "--seed", "1", "--out",
                                 str(chosen)], capture_output=True, text=True, timeout=120)
@@ -134,6 +135,11 @@ def test_validate_chooses_on_the_validation_episodes():
     assert scored[chosen].validation == pytest.approx(toy(SPACE.replace(a=1.2)))
     with pytest.raises(ValueError, match="top"):
         validate(searched, toy, SPACE, top=0)
+    # the manual set is kept unless a candidate beats it on the validation episodes
+    scored, chosen = validate(searched, toy, SPACE, top=3, incumbent=SPACE.replace(a=1.3).to_dict())
+    assert scored[chosen].index == -1 and np.isnan(scored[chosen].train)
+    scored, chosen = validate(searched, toy, SPACE, top=3, incumbent=SPACE.replace(a=0.1).to_dict())
+    assert scored[chosen].values["a"] == 1.2
 
 
 @pytest.mark.parametrize("content, message", [

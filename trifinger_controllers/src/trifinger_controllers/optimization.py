@@ -17,8 +17,9 @@ never the manually tuned values.
   (``LogExpectedImprovement``, numerically robust EI), by ``optimize_acqf`` over ``[0, 1]^d``;
 * the result is the best *observed* candidate (with common random numbers the objective is a
   deterministic function of ``theta``, so the best observation is not a lucky draw of goals);
-* :func:`validate` (an addition, the ``bo-validate`` tool): the few best candidates re-scored on
-  other episodes, the final choice made there. The best of K = 3 training episodes is still a
+* :func:`validate` (an addition, the ``bo-validate`` tool): the few best candidates and the
+  manual parameters re-scored on other episodes, the final choice made there (the manual set
+  unless a candidate beats it). The best of K = 3 training episodes is still a
   lucky draw of those episodes (measured: MP's drops 0 % on them, 25 % on 20 others).
 
 Deterministic for a seed on the CPU: NumPy draws the initial points, every GP fit and
@@ -31,7 +32,7 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -284,12 +285,14 @@ class Validated:
 
 
 def validate(evaluations: Sequence[Evaluation], objective: Objective, space: ParameterSet,
-             top: int) -> Tuple[List[Validated], int]:
+             top: int, incumbent: Optional[Mapping[str, float]] = None) -> Tuple[List[Validated], int]:
     """Re-score the ``top`` best distinct candidates of a search with ``objective`` on other
     episodes (other goals, tracker noise and physics), and choose by that score: the best of a
     few noisy training episodes is biased upwards (the winner's curse) and can be a set that
-    drops the cube on episodes it was not tuned on. Returns the re-scored candidates, best
-    training objective first, and the position of the chosen one in that list."""
+    drops the cube on episodes it was not tuned on. ``incumbent`` (e.g. the manual parameters) is
+    scored too (index -1, training objective NaN) and kept unless a candidate beats it there.
+    Returns the re-scored candidates, best training objective first (the incumbent last), and the
+    position of the chosen one in that list."""
     if top < 1:
         raise ValueError(f"top must be >= 1, got {top}")
     ranked: List[Evaluation] = []
@@ -305,7 +308,13 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
         value = float(objective(space.from_dict(e.values)))
         summary = objective.summaries[-1] if getattr(objective, "summaries", None) else {}
         scored.append(Validated(e.index, dict(e.values), e.objective, value, summary))
-    return scored, int(np.argmax([v.validation for v in scored]))
+    if incumbent is not None:
+        value = float(objective(space.from_dict(incumbent)))
+        summary = objective.summaries[-1] if getattr(objective, "summaries", None) else {}
+        scored.append(Validated(-1, dict(incumbent), float("nan"), value, summary))
+    best = max(v.validation for v in scored)
+    # ties go to the incumbent: a candidate must beat it
+    return scored, max(i for i, v in enumerate(scored) if v.validation == best)
 
 
 # ---------------------------------------------------------------------------------- objective

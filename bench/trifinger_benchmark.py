@@ -195,7 +195,8 @@ def run_record(args: argparse.Namespace) -> dict:
     except (OSError, subprocess.CalledProcessError):
         commit = None
     return {"parts": list(args.parts), "controllers": list(args.controllers), "trials": args.trials,
-            "mix_trials": args.mix_trials, "seed": args.seed, "commit": commit,
+            "mix_trials": args.mix_trials, "mix_errors": list(args.mix_errors),
+            "large_errors": list(args.large_errors), "seed": args.seed, "commit": commit,
             "date": time.strftime("%Y-%m-%d")}
 
 

@@ -137,7 +137,7 @@ def test_validate_chooses_on_the_validation_episodes():
         validate(searched, toy, SPACE, top=0)
     # the manual set is kept unless a candidate beats it on the validation episodes
     scored, chosen = validate(searched, toy, SPACE, top=3, incumbent=SPACE.replace(a=1.3).to_dict())
-    assert scored[chosen].index == -1 and np.isnan(scored[chosen].train)
+    assert scored[chosen].index == -1 and scored[chosen].train is None
     scored, chosen = validate(searched, toy, SPACE, top=3, incumbent=SPACE.replace(a=0.1).to_dict())
     assert scored[chosen].values["a"] == 1.2
 

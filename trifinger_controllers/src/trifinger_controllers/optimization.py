@@ -279,7 +279,7 @@ class Validated:
 
     index: int
     values: Dict[str, float]
-    train: float
+    train: Optional[float]
     validation: float
     summary: Dict[str, object]
 
@@ -290,7 +290,7 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
     episodes (other goals, tracker noise and physics), and choose by that score: the best of a
     few noisy training episodes is biased upwards (the winner's curse) and can be a set that
     drops the cube on episodes it was not tuned on. ``incumbent`` (e.g. the manual parameters) is
-    scored too (index -1, training objective NaN) and kept unless a candidate beats it there.
+    scored too (index -1, no training objective) and kept unless a candidate beats it there.
     Returns the re-scored candidates, best training objective first (the incumbent last), and the
     position of the chosen one in that list."""
     if top < 1:
@@ -303,15 +303,15 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
             break
     if not ranked:
         raise ValueError("no candidates to validate")
-    scored = []
-    for e in ranked:
-        value = float(objective(space.from_dict(e.values)))
+
+    def score(index: int, values: Mapping[str, float], train: Optional[float]) -> Validated:
+        value = float(objective(space.from_dict(values)))
         summary = objective.summaries[-1] if getattr(objective, "summaries", None) else {}
-        scored.append(Validated(e.index, dict(e.values), e.objective, value, summary))
+        return Validated(index, dict(values), train, value, summary)
+
+    scored = [score(e.index, e.values, e.objective) for e in ranked]
     if incumbent is not None:
-        value = float(objective(space.from_dict(incumbent)))
-        summary = objective.summaries[-1] if getattr(objective, "summaries", None) else {}
-        scored.append(Validated(-1, dict(incumbent), float("nan"), value, summary))
+        scored.append(score(-1, incumbent, None))
     best = max(v.validation for v in scored)
     # ties go to the incumbent: a candidate must beat it
     return scored, max(i for i, v in enumerate(scored) if v.validation == best)

@@ -255,13 +255,13 @@ _REQUIRED_METADATA = ("base_controller", "grasp", "level", "rate_hz", "residual_
                       "observation_layout", "state_dim", "input_dim", "embedding_size", "hidden")
 
 
-def _plain(value: Any, where: str = "metadata") -> Any:
+def plain(value: Any, where: str = "metadata") -> Any:
     """``value`` as plain Python (dict/list/str/int/float/bool/None; non-finite floats become
     None), else ValueError."""
     if isinstance(value, dict):
-        return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
+        return {str(k): plain(v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v, where) for v in value]
+        return [plain(v, where) for v in value]
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         value = value.item()
     if isinstance(value, float):
@@ -290,7 +290,7 @@ def save_policy(path: str, actor: nn.Module, metadata: Dict[str, Any]) -> None:
     payload = {
         "format": FORMAT,
         "version": VERSION,
-        "metadata": _plain(metadata),
+        "metadata": plain(metadata),
         "state_dict": {k: v.detach().cpu().clone() for k, v in actor.state_dict().items()},
     }
     folder = os.path.dirname(os.path.abspath(path))
@@ -371,5 +371,5 @@ __all__ = [
     "FORMAT", "VERSION", "RESIDUAL_SCALE", "OBSERVATION_LAYOUT", "OBSERVATION_LAYOUT_VERSION",
     "STATE_DIM", "INPUT_DIM", "PolicyFileError", "policy_input", "state_features", "embeddings", "embed",
     "ResidualFeatures", "ResidualActor", "build_actor", "ResidualPolicy", "ResidualController",
-    "check_compatible", "policy_metadata", "save_policy", "read_policy", "load_policy",
+    "check_compatible", "plain", "policy_metadata", "save_policy", "read_policy", "load_policy",
 ]

@@ -48,7 +48,7 @@ from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.pose_filter import ObservationFilter
 from trifinger_controllers.rpl_policy import (
     EMBEDDING_SIZE, HIDDEN_LAYERS, INPUT_DIM, RESIDUAL_SCALE, STATE_DIM, ResidualController,
-    ResidualPolicy, _plain, embed, embeddings, policy_input, policy_metadata, save_policy,
+    ResidualPolicy, plain, embed, embeddings, policy_input, policy_metadata, save_policy,
 )
 from trifinger_controllers.sim_options import SimOptions
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, TORQUE_LIMIT, Observation
@@ -276,7 +276,7 @@ class TrainingResult:
     throughput: Dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
-        return _plain(asdict(self))
+        return plain(asdict(self))
 
 
 def _eval_summary(result: Dict[str, Any]) -> Dict[str, Any]:

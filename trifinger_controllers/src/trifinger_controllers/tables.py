@@ -126,8 +126,7 @@ def rpl_curve_table(results: Iterable[dict]) -> str:
     controller, R over all evaluation episodes, position error [cm] and drops [%]."""
     results = list(results)
     steps = sorted({p["step"] for r in results for p in r["learning_curve"]})
-    head = ["RL steps"] + [f"{PAIRING_NAMES.get(r['config']['controller'], r['config']['controller'])}-"
-                           f"{r['config']['grasp'].upper()} w RPL: R / cm / drop %" for r in results]
+    head = ["RL steps"] + [f"{_name(r['config'])} w RPL: R / cm / drop %" for r in results]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for step in steps:
         cells = [f"{step:,}"]
@@ -150,10 +149,8 @@ def plot_rpl_curves(results: Iterable[dict], path: str) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for r in results:
         curve = r["learning_curve"]
-        controller = r["config"]["controller"]
-        name = f"{PAIRING_NAMES.get(controller, controller)}-{r['config']['grasp'].upper()}"
         ax.plot([p["step"] for p in curve], [p["mean_all"]["cumulative_reward"] for p in curve],
-                marker="o", label=f"{name} w RPL")
+                marker="o", label=f"{_name(r['config'])} w RPL")
     ax.set_xlabel("RL steps")
     ax.set_ylabel("R, evaluation episodes (mean)")
     ax.set_title("Residual policy learning, level 3 (simulation)")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from regrasp_episode import knocked_episode, selection_threads
 
-from trifinger_controllers import cube, evaluation, grasps, task
+from trifinger_controllers import cube, evaluation, grasps, pose_filter, task
 from trifinger_controllers.controllers.cic import (
     CIC_PARAMETERS,
     ISOTROPIC_MASS,
@@ -163,9 +163,33 @@ def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
         controller._windup = windup
         image = CubePose(subgoal - np.array([0.0, 0.0, 0.005]), goal.orientation,
                          stamp=controller._last_stamp + 0.1)
-        controller._camera_feedback(image, subgoal)
+        controller._camera_feedback(image, subgoal, goal.position)
         step = controller._integral - before
         assert step[2] > 0 if len(windup) == 0 else abs(step @ windup[0]) < 1e-12, (windup, step)
+    # an estimate the pose filter snapped to the floor (the cube seen 2 mm up) bounds the height:
+    # x_g 3 mm above the resting height is within the band (no height error), x_g 10 mm above is
+    # 4 mm over it;
+    # once x_g is at a goal on the floor, nothing is integrated
+    controller._windup = np.zeros((0, 3))
+    resting = np.array([0.0, 0.0, 0.0, 1.0])
+    for height, goal_position, expected in ((0.003, goal.position, 0.0), (0.010, goal.position, 0.004),
+                                            (0.003, None, None)):
+        then = np.array([0.05, 0.02, task.RESTING_HEIGHT + height])
+        seen = then * [1, 1, 0] + [0.001, 0.0, task.RESTING_HEIGHT + 0.002]
+        snapped = pose_filter.on_the_floor(CubePose(seen, resting), pose_filter.PoseFilterConfig())
+        assert pose_filter.height_band(snapped) is not None
+        controller._history.record(controller._last_stamp + 0.1, tips=np.zeros((3, 3)), goal=then,
+                                   rotation=np.eye(3))
+        snapped = CubePose(snapped.position, snapped.orientation, stamp=controller._last_stamp + 0.1)
+        before = controller._integral.copy()
+        controller._camera_feedback(snapped, then, then if goal_position is None else goal_position)
+        step = controller._integral - before
+        if expected is None:
+            np.testing.assert_array_equal(step, 0.0)
+        else:
+            seen = controller.seen_position(snapped, then)
+            np.testing.assert_allclose(then[2] - seen[2], expected, atol=1e-12)
+            assert step[0] < 0 and (step[2] > 0) == (expected > 0), step
 
 
 def test_anti_windup_directions():

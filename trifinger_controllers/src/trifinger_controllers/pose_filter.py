@@ -29,7 +29,11 @@ controllers).
 * the floor: an estimate within ``floor_snap_height`` of the floor and ``floor_snap_tilt_deg`` of
   a face-down orientation is reported as that resting pose (the cube cannot sink into the table
   or rest tilted on a face; without this a grasp planner sees the tracker's noise as a cube
-  sunk by 2 mm and tilted by 2 deg, and MP found no collision-free plan for it).
+  sunk by 2 mm and tilted by 2 deg, and MP found no collision-free plan for it). A snapped
+  estimate only says the cube is within ``floor_snap_height`` of the floor: a controller that
+  integrates the height error of a cube it holds takes the height from :func:`height_band`
+  (taking the resting height, a cube held 2-6 mm up made CIC's integral wind up until the cube
+  slipped out of the grasp).
 
 The estimate keeps the stamp of the last accepted image, so a controller that looks for "a new
 image" by stamp (all of ours do) sees none when a report was rejected or missed. The filter is
@@ -224,6 +228,18 @@ def on_the_floor(pose: CubePose, config: PoseFilterConfig) -> CubePose:
     position = np.asarray(pose.position, dtype=float).copy()
     position[2] = CUBE_WIDTH / 2
     return CubePose(position, resting, pose.stamp, pose.confidence)
+
+
+def height_band(pose: CubePose, config: Optional[PoseFilterConfig] = None) -> Optional[tuple[float, float]]:
+    """The centre heights [m] a snapped estimate ``pose`` allows (lowest, highest), or None
+    if ``pose`` was not snapped to the floor (:func:`on_the_floor`; ``config`` as the filter's)."""
+    config = config or PoseFilterConfig()
+    rest = CUBE_WIDTH / 2
+    if config.floor_snap_tilt_deg <= 0 or float(pose.position[2]) != rest:
+        return None
+    if not np.array_equal(cube.nearest_resting_orientation(pose.orientation), pose.orientation):
+        return None
+    return rest, rest + config.floor_snap_height
 
 
 class ObservationFilter:

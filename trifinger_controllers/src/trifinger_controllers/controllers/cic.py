@@ -50,7 +50,10 @@ has its parameter; measured without them: drops or oscillation):
   grow in the directions that load a finger already at its torque limit (anti-windup,
   :func:`without_windup`: measured, an integral winding up against a saturated finger at a goal
   the fingers could not reach loaded that finger until the cube dropped; holding the whole
-  integral instead stalled carries in which one finger saturated from the start);
+  integral instead stalled carries in which one finger saturated from the start); near the
+  floor the pose filter's snapped estimate only bounds the height, so x_g's height within that
+  band counts as seen (:meth:`seen_position`; taking the resting height, a goal 2 mm above the
+  floor wound the height integral up by 13 mm, the tips slid up the cube and it dropped);
 * orientation: levels 1-3 ignore it, and the references keep the orientation the cube was
   grasped with; tau_4's ``phi`` is measured from the fingertips (their rotation since the grasp
   closed, no camera delay: the camera-delayed orientation made this loop oscillate); optionally
@@ -87,7 +90,7 @@ from typing import Optional
 import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
-from trifinger_controllers import grasps
+from trifinger_controllers import grasps, pose_filter
 from trifinger_controllers.controller import CallInterval, Controller
 from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_selection
 from trifinger_controllers.controllers.grasp_planner import DEFAULT_LATENCY, GraspPlanner
@@ -485,20 +488,23 @@ class CartesianImpedanceController(Controller):
         """History index of the call at camera time ``stamp`` (None if not kept)."""
         return self._history.index_at(stamp, HISTORY_TOLERANCE)
 
-    def _camera_feedback(self, pose: CubePose, subgoal: np.ndarray) -> np.ndarray:
+    def _camera_feedback(self, pose: CubePose, subgoal: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Process the camera pose: on a new image, integrate the error between x_g when the
         image was taken and the observed cube (``integral_gain``, clipped at
-        ``integral_limit``; errors over ``INTEGRAL_ERROR_LIMIT`` are a slip, not an offset)
-        and update the lead of x_g over the cube. Returns x_g at the image's time."""
+        ``integral_limit``; errors over ``INTEGRAL_ERROR_LIMIT`` are a slip, not an offset; none
+        once x_g is at a ``goal`` on the floor: the floor's friction holds the cube, and the
+        integral would wind up against it) and update the lead of x_g over the cube. Returns x_g
+        at the image's time."""
         p = self._p
         k = self._at(pose.stamp)
         then = self._history.values["goal"][k] if k is not None else subgoal
         if pose.stamp != self._last_stamp:
             period = min(max(pose.stamp - self._last_stamp, 0.0), 0.2)
             self._last_stamp = pose.stamp
-            error = then - np.asarray(pose.position, dtype=float)
+            error = then - self.seen_position(pose, then)
             self._lead = float(np.linalg.norm(error))
-            if self._lead < INTEGRAL_ERROR_LIMIT:
+            placed = pose_filter.height_band(pose) is not None and np.array_equal(then, goal)
+            if self._lead < INTEGRAL_ERROR_LIMIT and not placed:
                 step = without_windup(p.integral_gain * period * error, self._windup)
                 self._integral = np.clip(self._integral + step, -p.integral_limit, p.integral_limit)
             if k is not None and p.slip_correction > 0.0:
@@ -508,6 +514,19 @@ class CartesianImpedanceController(Controller):
                 rate = min(1.0, p.slip_correction * period)
                 self._slip += rate * (matrix_rotation_vector(seen) - self._slip)
         return then
+
+    @staticmethod
+    def seen_position(pose: CubePose, then: np.ndarray) -> np.ndarray:
+        """The cube position the image shows; for an estimate the pose filter snapped to the
+        floor, the height is x_g's at the image's time ``then`` within the band the snap allows
+        (:func:`pose_filter.height_band`: the image bounds the height, it does not measure it)."""
+        position = np.asarray(pose.position, dtype=float)
+        band = pose_filter.height_band(pose)
+        if band is None:
+            return position
+        seen = position.copy()
+        seen[2] = min(max(float(then[2]), band[0]), band[1])
+        return seen
 
     def subgoal(self, goal: np.ndarray) -> np.ndarray:
         """x_g for the distance travelled so far along the path from the grasp position, up by
@@ -620,10 +639,11 @@ class CartesianImpedanceController(Controller):
             goal = self.goal_position(observation)
             subgoal = self.subgoal(goal)
             grasp_rotation = rotation_between(self._closed_tips, tips) @ self._matrix(self._held_orientation)
-            then = self._camera_feedback(observation.cube, subgoal)
+            then = self._camera_feedback(observation.cube, subgoal, goal)
             subgoal = self._advance(dt, goal)
             self._remember(t, tips, subgoal, grasp_rotation)
             # x_c: the image moved on by the commanded motion since it was taken (delay)
+            camera = self.seen_position(observation.cube, then)
             centre = camera + (subgoal - then) if p.delay_compensation else camera
             shift = p.position_gain * (subgoal - centre) + self._integral
 

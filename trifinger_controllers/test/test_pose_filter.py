@@ -5,7 +5,7 @@ import pytest
 
 from trifinger_controllers import cube
 from trifinger_controllers.perception import SYMMETRIES, PerceptionConfig, TrackerModel
-from trifinger_controllers.pose_filter import CubePoseFilter, ObservationFilter, PoseFilterConfig
+from trifinger_controllers.pose_filter import CubePoseFilter, ObservationFilter, PoseFilterConfig, height_band
 from trifinger_controllers.types import CubePose, Observation, RobotState
 
 Q = cube.normalize(np.array([0.0, 0.1, 0.2, 1.0]))
@@ -117,13 +117,16 @@ def test_a_cube_resting_on_the_floor_is_reported_resting():
         assert estimate.position[2] == pytest.approx(0.0325)
         assert cube.lowest_point(estimate) == pytest.approx(0.0, abs=1e-12)
         assert np.rad2deg(cube.angle_between(estimate.orientation, flat)) < 3.0
+        assert height_band(estimate) == pytest.approx((0.0325, 0.0325 + PoseFilterConfig().floor_snap_height))
     # on an edge (tilted 30 deg) or lifted: left as estimated
     edge = cube.multiply(cube.from_axis_angle(np.array([1.0, 0, 0]), np.deg2rad(30)), flat)
     f = CubePoseFilter()
     estimate = f.update(CubePose(np.array([0.0, 0.0, 0.04]), edge, 0.0, 0.9))
     assert np.rad2deg(cube.angle_between(estimate.orientation, edge)) < 1e-6
     f = CubePoseFilter()
-    assert f.update(CubePose(np.array([0.0, 0.0, 0.05]), flat, 0.0, 0.9)).position[2] == 0.05
+    lifted = f.update(CubePose(np.array([0.0, 0.0, 0.05]), flat, 0.0, 0.9))
+    assert lifted.position[2] == 0.05 and height_band(lifted) is None
+    assert height_band(estimate) is None   # the edge
 
 
 def test_observation_filter_feeds_each_image_once():

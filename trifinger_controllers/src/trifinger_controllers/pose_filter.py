@@ -237,7 +237,7 @@ def height_band(pose: CubePose, config: Optional[PoseFilterConfig] = None) -> Op
     rest = CUBE_WIDTH / 2
     if config.floor_snap_tilt_deg <= 0 or float(pose.position[2]) != rest:
         return None
-    if not np.array_equal(cube.nearest_resting_orientation(pose.orientation), pose.orientation):
+    if cube.angle_between(cube.nearest_resting_orientation(pose.orientation), pose.orientation) > 1e-6:
         return None
     return rest, rest + config.floor_snap_height
 

@@ -84,6 +84,7 @@ results (trifinger_simulation, PyBullet).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
@@ -375,6 +376,25 @@ def without_windup(step: np.ndarray, directions: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ the controller
+#: The phases in which the tips approach or leave the cube (no grasp held).
+APPROACH_PHASES = (Phase.ABOVE, Phase.BESIDE, Phase.RETREAT)
+
+
+@dataclass(frozen=True)
+class FingerState:
+    """The fingers at one control call: time ``t`` and the step ``dt`` since the last call [s],
+    tip positions (3, 3), tip Jacobians (3, 3, 3), the mass matrix's finger blocks (None with
+    isotropic impedance), tip velocities (3, 3) and gravity torques (3, 3)."""
+
+    t: float
+    dt: float
+    tips: np.ndarray
+    jac: np.ndarray
+    mass_blocks: Optional[np.ndarray]
+    tip_velocity: np.ndarray
+    gravity: np.ndarray
+
+
 class CartesianImpedanceController(Controller):
     """CIC of §IV-C with any grasp (default CG), 100 Hz.
 
@@ -554,93 +574,128 @@ class CartesianImpedanceController(Controller):
     def _torque(self, observation: Observation) -> np.ndarray:
         if self.grasp is None:
             raise RuntimeError("cic: reset() must be called before compute()")
+        fingers = self._fingers(observation)
+        self._update_phase(observation, fingers)
+        if self.phase in APPROACH_PHASES:
+            return self._approach_torque(observation, fingers)
+        return self._grasp_torque(observation, fingers)
+
+    def _fingers(self, observation: Observation) -> FingerState:
+        """The fingers' kinematic state at this call (one forward-kinematics pass)."""
         p = self._p
         robot = observation.robot
-        t = robot.time
-        dt = self._interval(t)
         q = robot.position
-        tips = self.kin.tip_positions(q)
         jac = self.kin.tip_jacobians(q)
         blocks = None
         if not p.isotropic_impedance:
             mass = self.kin.mass_matrix(q)
             blocks = np.stack([mass[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(N_FINGERS)])
-        tip_velocity = np.einsum("fij,fj->fi", jac, robot.velocity.reshape(N_FINGERS, 3))
-        gravity = self.kin.gravity(q).reshape(N_FINGERS, 3)
-        elapsed = t - self._phase_start
+        return FingerState(
+            t=robot.time, dt=self._interval(robot.time), tips=self.kin.tip_positions(q), jac=jac,
+            mass_blocks=blocks, tip_velocity=np.einsum("fij,fj->fi", jac, robot.velocity.reshape(N_FINGERS, 3)),
+            gravity=self.kin.gravity(q).reshape(N_FINGERS, 3))
 
-        if self.phase in (Phase.ABOVE, Phase.BESIDE, Phase.RETREAT):
-            if self.phase is Phase.RETREAT:
-                target = self._retreat_targets
-                if elapsed >= RETREAT_SECONDS:
-                    # a grasp for the cube as seen now, chosen off this call: the tips hold
-                    # their retreat targets until the plan is taken
-                    try:
-                        grasp = self.grasp_planner.poll(observation, regrasp=True)
-                    except grasps.GraspError:  # e.g. the cube rests on an edge: wait, try again
-                        self._enter(Phase.RETREAT, t)
-                    else:
-                        if grasp is not None:
-                            self.regrasps += 1
-                            self._start_grasp(observation, grasp)
-                            return self._torque(observation)
-            else:
-                offsets = self._surface - p.approach_clearance * self._normals
-                target = cube_geometry.to_world(observation.cube, offsets)
-                if self.phase is Phase.ABOVE:  # above the contacts and well above the cube
-                    target[:, 2] = np.maximum(target[:, 2] + p.approach_height,
-                                              cube_geometry.corners(observation.cube)[:, 2].max() + SAFE_HEIGHT)
-                tolerance = ARRIVAL_TOLERANCE if self.phase is Phase.ABOVE else BESIDE_TOLERANCE
-                if np.all(np.linalg.norm(target - tips, axis=1) < tolerance) or elapsed > APPROACH_TIMEOUT:
-                    if self.phase is Phase.ABOVE:
-                        self._enter(Phase.BESIDE, t)
-                    else:
-                        self._held_orientation = np.asarray(observation.cube.orientation, dtype=float)
-                        self._reference_rotation = None
-                        self._enter(Phase.CLOSE, t)
-            step = p.approach_speed * dt
-            delta = target - self._waypoint
-            dist = np.linalg.norm(delta, axis=1, keepdims=True)
-            self._waypoint = self._waypoint + delta * np.minimum(1.0, step / np.maximum(dist, 1e-9))
-            stiffness = np.full(3, p.approach_stiffness)
-            tau = impedance_torques(blocks, jac, self._waypoint - tips, tip_velocity, stiffness,
-                                    p.approach_damping, bool(p.isotropic_impedance))
-            return fit_to_limit(tau, gravity).reshape(-1)
+    # ----------------------------------------------------------------------------- phases
+    def _update_phase(self, observation: Observation, fingers: FingerState) -> None:
+        """The transitions decided at the start of a call: a RETREAT that has lasted
+        ``RETREAT_SECONDS`` takes a new grasp from the planner (ABOVE) once one is ready; a MOVE
+        that lost the cube (:meth:`_lost`) retreats. The approach's arrivals and the grasp's
+        closing are decided by the phases' own laws (they need the call's targets)."""
+        t = fingers.t
+        if self.phase is Phase.RETREAT and t - self._phase_start >= RETREAT_SECONDS:
+            # a grasp for the cube as seen now, chosen off this call: the tips hold their
+            # retreat targets until the plan is taken
+            try:
+                grasp = self.grasp_planner.poll(observation, regrasp=True)
+            except grasps.GraspError:  # e.g. the cube rests on an edge: wait, try again
+                self._enter(Phase.RETREAT, t)
+                return
+            if grasp is not None:
+                self.regrasps += 1
+                self._start_grasp(observation, grasp)
+        elif self.phase is Phase.MOVE and self._lost(observation, fingers.tips):
+            self._retreat_targets = fingers.tips + RETREAT_DISTANCE * (
+                -cube_geometry.rotate(observation.cube.orientation, self._normals) + np.array([0.0, 0.0, 1.0]))
+            self._waypoint = fingers.tips.copy()
+            self._enter(Phase.RETREAT, t)
 
-        # CLOSE and MOVE: the superposition of §IV-C
+    def _approach_target(self, observation: Observation) -> np.ndarray:
+        """ABOVE and BESIDE: the tips' targets, ``approach_clearance`` outside the contacts (ABOVE:
+        ``approach_height`` above them and clear of the cube); RETREAT: the retreat targets."""
+        p = self._p
+        if self.phase is Phase.RETREAT:
+            return self._retreat_targets
+        target = cube_geometry.to_world(observation.cube, self._surface - p.approach_clearance * self._normals)
+        if self.phase is Phase.ABOVE:  # above the contacts and well above the cube
+            target[:, 2] = np.maximum(target[:, 2] + p.approach_height,
+                                      cube_geometry.corners(observation.cube)[:, 2].max() + SAFE_HEIGHT)
+        return target
+
+    def _arrive(self, observation: Observation, target: np.ndarray, fingers: FingerState) -> None:
+        """ABOVE -> BESIDE -> CLOSE when the tips are at their targets (or after
+        ``APPROACH_TIMEOUT``); CLOSE holds the orientation the cube has then."""
+        tolerance = ARRIVAL_TOLERANCE if self.phase is Phase.ABOVE else BESIDE_TOLERANCE
+        arrived = np.all(np.linalg.norm(target - fingers.tips, axis=1) < tolerance)
+        if not (arrived or fingers.t - self._phase_start > APPROACH_TIMEOUT):
+            return
+        if self.phase is Phase.ABOVE:
+            self._enter(Phase.BESIDE, fingers.t)
+        else:
+            self._held_orientation = np.asarray(observation.cube.orientation, dtype=float)
+            self._reference_rotation = None
+            self._enter(Phase.CLOSE, fingers.t)
+
+    def _close(self, camera: np.ndarray, fingers: FingerState, stamp: float) -> None:
+        """CLOSE -> MOVE: the references move to where the tips came to rest on the (still
+        resting) cube, keeping only the press along the normals; the carry starts here."""
+        held = CubePose(camera, self._held_orientation)
+        tips_cube = cube_geometry.to_cube_frame(held, fingers.tips)
+        pressed = np.einsum("fi,fi->f", self._references - tips_cube, self._normals)
+        self._references = tips_cube + pressed[:, None] * self._normals
+        self._tip_offsets = tips_cube
+        self._closed_tips = fingers.tips.copy()
+        self._start_position = camera.copy()
+        self._travelled = 0.0
+        self._last_stamp = stamp
+        self._enter(Phase.MOVE, fingers.t)
+
+    # ----------------------------------------------------------------------------- laws
+    def _approach_torque(self, observation: Observation, fingers: FingerState) -> np.ndarray:
+        """ABOVE, BESIDE, RETREAT: tau_1 with ``approach_stiffness`` towards a waypoint moving
+        to the phase's target at ``approach_speed``."""
+        p = self._p
+        target = self._approach_target(observation)
+        if self.phase is not Phase.RETREAT:
+            self._arrive(observation, target, fingers)
+        step = p.approach_speed * fingers.dt
+        delta = target - self._waypoint
+        dist = np.linalg.norm(delta, axis=1, keepdims=True)
+        self._waypoint = self._waypoint + delta * np.minimum(1.0, step / np.maximum(dist, 1e-9))
+        tau = impedance_torques(fingers.mass_blocks, fingers.jac, self._waypoint - fingers.tips,
+                                fingers.tip_velocity, np.full(3, p.approach_stiffness), p.approach_damping,
+                                bool(p.isotropic_impedance))
+        return fit_to_limit(tau, fingers.gravity).reshape(-1)
+
+    def _grasp_torque(self, observation: Observation, fingers: FingerState) -> np.ndarray:
+        """CLOSE and MOVE: the superposition tau_1 + ... + tau_4 of §IV-C (eqs. in the module
+        docstring) about x_c + K1 (x_g - x_c) + integral."""
+        p = self._p
+        t, tips, jac = fingers.t, fingers.tips, fingers.jac
         camera = np.asarray(observation.cube.position, dtype=float)
         grasp_rotation = self._matrix(self._held_orientation)
         if self.phase is Phase.CLOSE:
-            ramp = min(1.0, elapsed / p.close_time)
+            ramp = min(1.0, (t - self._phase_start) / p.close_time)
             centre, shift = camera, np.zeros(3)
             self._remember(t, tips, camera, self._matrix(self._held_orientation))
-            if elapsed >= p.close_time:
-                # the grasp as it closed: the references move to where the tips came to rest on
-                # the (still resting) cube, keeping only the press along the normals
-                held = CubePose(camera, self._held_orientation)
-                tips_cube = cube_geometry.to_cube_frame(held, tips)
-                pressed = np.einsum("fi,fi->f", self._references - tips_cube, self._normals)
-                self._references = tips_cube + pressed[:, None] * self._normals
-                self._tip_offsets = tips_cube
-                self._closed_tips = tips.copy()
-                self._start_position = camera.copy()
-                self._travelled = 0.0
-                self._last_stamp = observation.cube.stamp
-                self._enter(Phase.MOVE, t)
+            if t - self._phase_start >= p.close_time:
+                self._close(camera, fingers, observation.cube.stamp)
         else:
             ramp = 1.0
-            if self._lost(observation, tips):
-                self._retreat_targets = tips + RETREAT_DISTANCE * (
-                    -cube_geometry.rotate(observation.cube.orientation, self._normals)
-                    + np.array([0.0, 0.0, 1.0]))
-                self._waypoint = tips.copy()
-                self._enter(Phase.RETREAT, t)
-                return self._torque(observation)
             goal = self.goal_position(observation)
             subgoal = self.subgoal(goal)
             grasp_rotation = rotation_between(self._closed_tips, tips) @ self._matrix(self._held_orientation)
             then = self._camera_feedback(observation.cube, subgoal, goal)
-            subgoal = self._advance(dt, goal)
+            subgoal = self._advance(fingers.dt, goal)
             self._remember(t, tips, subgoal, grasp_rotation)
             # x_c: the image moved on by the commanded motion since it was taken (delay)
             camera = self.seen_position(observation.cube, then)
@@ -651,7 +706,8 @@ class CartesianImpedanceController(Controller):
         # cube pivoting in the grasp); level 4: a reference orientation turning from the grasp's
         # to the goal's at turn_speed, which the springs and tau_4 follow
         if self.level == 4:
-            rotation = self._turn_reference(observation.goal.orientation, dt if self.phase is Phase.MOVE else 0.0)
+            rotation = self._turn_reference(observation.goal.orientation,
+                                            fingers.dt if self.phase is Phase.MOVE else 0.0)
         else:
             rotation = self._matrix(self.held_orientation(t))
         normals = self._normals @ rotation.T
@@ -661,10 +717,11 @@ class CartesianImpedanceController(Controller):
             error[:, 2] = 0.0
         isotropic = bool(p.isotropic_impedance)
         if isotropic:  # tau_1 = J^T F_1 (see impedance_torques): work with tip forces
-            f1 = ISOTROPIC_MASS * (error * self._stiffness - p.damping * tip_velocity)
+            f1 = ISOTROPIC_MASS * (error * self._stiffness - p.damping * fingers.tip_velocity)
             tau1 = np.zeros((N_FINGERS, 3))
         else:
-            tau1 = impedance_torques(blocks, jac, error, tip_velocity, self._stiffness, p.damping)
+            tau1 = impedance_torques(fingers.mass_blocks, jac, error, fingers.tip_velocity, self._stiffness,
+                                     p.damping)
             f1 = tip_forces(jac, tau1)
 
         f2 = (ramp * p.grasp_force) * normals
@@ -692,11 +749,11 @@ class CartesianImpedanceController(Controller):
             omega = omega - p.moment_cancellation * total_moment(lever, f1 + f2 + f3 + fw)
         f4 = (inverse[:, 3:] @ omega).reshape(N_FINGERS, 3)
 
-        self.terms = dict(f1=f1, f2=f2, f3=f3, f4=f4, weight=fw, gravity=gravity,
+        self.terms = dict(f1=f1, f2=f2, f3=f3, f4=f4, weight=fw, gravity=fingers.gravity,
                           references=references, tips=tips)
         command = tau1 + force_torques(jac, (f2 + f3 + f4 + fw) + (f1 if isotropic else 0.0))
-        self._windup = windup_directions(jac, gravity + command, ISOTROPIC_MASS * self._stiffness)
-        return fit_to_limit(command, gravity).reshape(-1)
+        self._windup = windup_directions(jac, fingers.gravity + command, ISOTROPIC_MASS * self._stiffness)
+        return fit_to_limit(command, fingers.gravity).reshape(-1)
 
     def _matrix(self, quaternion: np.ndarray) -> np.ndarray:
         """Rotation matrix of ``quaternion``, cached (levels 1-3 hold one orientation)."""

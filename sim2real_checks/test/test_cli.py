@@ -1,0 +1,79 @@
+"""The tools' shared conventions: one-line argument errors (exit 2), the common flags, the
+error wrapper and the JSON writer."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from sim2real_checks.cli import ToolParser, add_common, run
+from sim2real_checks.outputs import plain, write_json
+
+
+class ToolError(Exception):
+    pass
+
+
+def parser() -> ToolParser:
+    p = ToolParser(prog="tool", description="a tool")
+    p.add_argument("--count", type=int, required=True)
+    add_common(p)
+    return p
+
+
+def test_argument_errors_are_one_line_with_exit_code_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        parser().parse_args(["--count", "x"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tool: error: argument --count")
+
+
+def test_common_flags_json_optional_quiet_and_its_alias():
+    args = parser().parse_args(["--count", "1"])
+    assert args.json is None and args.quiet is False
+    assert parser().parse_args(["--count", "1", "--quiet", "--json", "a.json"]).quiet
+    assert parser().parse_args(["--count", "1", "--no-progress"]).quiet
+    no_progress = ToolParser(prog="t")
+    add_common(no_progress, progress=False)
+    with pytest.raises(SystemExit):
+        no_progress.parse_args(["--quiet"])
+
+
+@pytest.mark.parametrize("raised, code", [(ToolError("bad file x"), 2), (FileNotFoundError("missing"), 2),
+                                          (KeyboardInterrupt(), 130), (None, 0)])
+def test_run_turns_the_package_error_into_one_line(capsys, raised, code):
+    def main(argv):
+        if raised is not None:
+            raise raised
+        return 0
+    with pytest.raises(SystemExit) as exc:
+        run(main, prog="tool", errors=(ToolError,))
+    assert exc.value.code == code
+    err = capsys.readouterr().err
+    assert err == "" if raised is None else err.count("\n") == 1 and err.startswith("tool: ")
+
+
+def test_run_lets_other_errors_through():
+    def main(argv):
+        raise ValueError("a bug")
+    with pytest.raises(ValueError):
+        run(main, prog="tool", errors=(ToolError,))
+
+
+def test_write_json_creates_the_folder_and_writes_plain_values(tmp_path):
+    path = tmp_path / "new" / "deeper" / "out.json"
+    write_json(str(path), {"a": np.arange(3), "b": np.float32(0.5), 1: (np.int64(2), "x")})
+    assert json.loads(path.read_text()) == {"a": [0, 1, 2], "b": 0.5, "1": [2, "x"]}
+    assert os.listdir(path.parent) == ["out.json"]          # no temporary file left
+    write_json(None, {"ignored": 1})
+    assert plain({"m": np.eye(2)}) == {"m": [[1.0, 0.0], [0.0, 1.0]]}
+
+
+def test_write_json_keeps_the_old_file_when_the_figures_cannot_be_written(tmp_path):
+    path = tmp_path / "out.json"
+    write_json(str(path), {"ok": 1})
+    with pytest.raises(TypeError):
+        write_json(str(path), {"bad": object()})
+    assert json.loads(path.read_text()) == {"ok": 1}
+    assert os.listdir(tmp_path) == ["out.json"]

@@ -42,7 +42,7 @@ import torch
 from diffnea_ros.algorithms import rnea
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
-from panda_sim2real.cli import write_json
+from sim2real_checks.outputs import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER_DIR = os.path.join(ROOT, "build", "peers")

@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from node_latency import free_port, stop_process
-from panda_sim2real.cli import write_json
+from sim2real_checks.outputs import write_json
 
 HERE = os.path.abspath(__file__)
 HOST = "127.0.0.71"

@@ -212,7 +212,7 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    from panda_sim2real.cli import write_json
+    from sim2real_checks.outputs import write_json
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", type=int, default=10000)

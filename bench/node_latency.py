@@ -28,7 +28,7 @@ import warnings
 from typing import Optional
 
 import numpy as np
-from panda_sim2real.cli import write_json
+from sim2real_checks.outputs import write_json
 
 HERE = os.path.abspath(__file__)
 MODEL_HIDDEN = 64   # the size make demo / make study train; the timing does not depend on weights
@@ -200,8 +200,8 @@ def untrained_model(path: str, rate: float = 1000.0,
     timing does not depend on the weights, only on the sizes); returns ``path``."""
     from panda_sim2real.limits import JointLimits
     from panda_sim2real.normalisation import JointLimitScaler
-    from realeasy_ros.model import ModelSpec, build_network
-    from realeasy_ros.model_file import RealeasyModel
+    from realeasy_ros.networks import ModelSpec, build_network
+    from realeasy_ros.model import RealeasyModel
 
     limits = JointLimits.from_yaml()
     spec = ModelSpec(hidden_size=MODEL_HIDDEN)

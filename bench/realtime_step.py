@@ -35,11 +35,11 @@ import torch
 from torch import nn
 
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import ModelSpec, RealtimeRealeasy, build_network
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import ModelSpec, RealtimeRealeasy, build_network
+from realeasy_ros.model import RealeasyModel
 from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.realtime import RealtimeResidual
-from panda_sim2real.cli import write_json
+from sim2real_checks.outputs import write_json
 
 PAPER_STEP_MS = 0.39
 TARGETS = {"median_us": 20.0, "p99_us": 50.0}

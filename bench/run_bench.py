@@ -45,7 +45,7 @@ from fci_bridge import bench_fci_bridges
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
 from node_latency import bench_node_latency
-from panda_sim2real.cli import write_json
+from sim2real_checks.outputs import write_json
 from panda_sim2real.collection import CollectionRequest, run_collection
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.robot import SimulatedRobot

@@ -310,7 +310,7 @@ def test_compare_script(bag_path, tmp_path):
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     proc = run_script("compare", "--bag", bag_path, "--json", js, "--plot", png,
                       "--trajectory", "1234")
-    assert proc.returncode == 2 and proc.stderr.startswith("error: trajectory 1234")
+    assert proc.returncode == 2 and proc.stderr.startswith("compare: error: trajectory 1234")
     # a bag recorded without the live residual publisher has no corrected stream to compare
     proc = run_script("compare", "--bag", bag_path, "--json", js, "--plot", png,
                       "--sim-topic", "/sim/joint_states_realistic")
@@ -328,4 +328,4 @@ def test_scripts_fail_with_one_line(script, case, bad_files, tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and bad_files[case] in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"{script}: error: ") and bad_files[case] in lines[0]

@@ -106,4 +106,4 @@ def test_the_tool_prints_one_error_line(tmp_path):
                            str(tmp_path / "nope.bag"), "--out", str(tmp_path / "o.bag")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert proc.stderr.strip().splitlines()[-1].startswith("resimulate: error: ")

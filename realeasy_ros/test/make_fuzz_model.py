@@ -14,8 +14,8 @@ import torch
 
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.normalisation import JointLimitScaler
-from realeasy_ros.model import ModelSpec, build_network
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import ModelSpec, build_network
+from realeasy_ros.model import RealeasyModel
 
 EFFORT_RESIDUAL = 1.0     # N m added to every torque
 RATE = 100.0

@@ -18,8 +18,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import ModelSpec, build_network
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import ModelSpec, build_network
+from realeasy_ros.model import RealeasyModel
 from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.residual_stream import ResidualStream
 

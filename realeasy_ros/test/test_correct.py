@@ -15,8 +15,8 @@ from realeasy_ros.correction import (REALISTIC_TOPIC, SIM_TOPIC, InvalidSample, 
                                      segments, state_from_msg)
 from panda_sim2real.errors import BagError
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import ModelSpec, build_network
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import ModelSpec, build_network
+from realeasy_ros.model import RealeasyModel
 from panda_sim2real.normalisation import JointLimitScaler
 
 from realeasy_tools import run_script
@@ -263,7 +263,7 @@ def test_correct_script_errors(case, bag_path, tool_files, tmp_path):
     proc = run_script("correct", "--bag", bag, "--model", model, "--out", out)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("correct: error: "), proc.stderr
     expected = {"rate": "the model at 50 Hz", "same": "is the input bag"}.get(case, bag)
     assert expected in lines[0]
     assert sha256(bag_path) == before

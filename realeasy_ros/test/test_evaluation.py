@@ -14,8 +14,8 @@ from realeasy_ros.evaluation import (evaluate_model, format_evaluation, per_join
                                      trajectory_index)
 from panda_sim2real.gap_report import gap_statistics, plot_torque_panels
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import ModelSpec, build_network
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import ModelSpec, build_network
+from realeasy_ros.model import RealeasyModel
 from panda_sim2real.normalisation import JointLimitScaler
 
 from realeasy_tools import run_script
@@ -246,7 +246,7 @@ def test_evaluate_script_errors(case, files, tmp_path):
                       str(tmp_path / "x.json"), "--plot", str(tmp_path / "x.png"), *extra)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("evaluate: error: "), proc.stderr
     expected = {"missing": model, "corrupt": model, "names": "model is for joints",
                 "no_data": data, "trajectory": "trajectory 1234"}[case]
     assert expected in lines[0]

@@ -9,9 +9,9 @@ import torch
 
 from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import (ModelSpec, PreciseRealeasy, RealtimeRealeasy, build_network,
+from realeasy_ros.networks import (ModelSpec, PreciseRealeasy, RealtimeRealeasy, build_network,
                                 channel_weights, msre_loss)
-from realeasy_ros.model_file import FORMAT, RealeasyModel, load_model
+from realeasy_ros.model import FORMAT, RealeasyModel, load_model
 from panda_sim2real.normalisation import JointLimitScaler
 
 

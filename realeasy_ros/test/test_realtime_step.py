@@ -11,8 +11,8 @@ import torch
 
 from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import ModelSpec, build_network
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import ModelSpec, build_network
+from realeasy_ros.model import RealeasyModel
 from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.realtime import RealtimeResidual
 from realeasy_ros._realtime_lstm import RealtimeLstm

@@ -82,7 +82,7 @@ def test_a_reality_config_that_fails_validation_stops_at_collect(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     line = proc.stderr.strip()
-    assert line.startswith("pipeline: stage collect: ") and "earlier stages are kept" in line
+    assert line.startswith("pipeline: error: stage collect: ") and "earlier stages are kept" in line
     assert not os.path.exists(tmp_path / "out" / "work" / "stages" / "collect.json")
 
 
@@ -94,7 +94,7 @@ def test_a_bag_without_the_robot_stream_stops_at_the_first_stage_that_reads_it(t
                     timeout=120)
     assert proc.returncode == 2
     line = proc.stderr.strip().splitlines()[-1]
-    assert line.startswith("pipeline: stage split: ") and "/real/joint_states" in line
+    assert line.startswith("pipeline: error: stage split: ") and "/real/joint_states" in line
     assert not any("Traceback" in l for l in proc.stderr.splitlines())
     # the collect stage (the recorded bags) is kept: the next run resumes at split
     assert (tmp_path / "out" / "work" / "stages" / "collect.json").exists()

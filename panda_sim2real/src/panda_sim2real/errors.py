@@ -1,7 +1,7 @@
 """Exceptions with messages meant for a person: the tools print them as one line and exit."""
 
 
-class Sim2RealError(Exception):
+class PandaError(Exception):
     """Base of every error this package raises on purpose; its message is always one line
     (parsers' multi-line messages are folded)."""
 
@@ -9,11 +9,16 @@ class Sim2RealError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
-class ConfigError(Sim2RealError):
+#: The name of :class:`PandaError` until issue 21 (it belongs to this package, not the project);
+#: kept for one release.
+Sim2RealError = PandaError
+
+
+class ConfigError(PandaError):
     """A configuration or model file is missing, unreadable or does not follow its schema."""
 
 
-class TrajectoryRejected(Sim2RealError):
+class TrajectoryRejected(PandaError):
     """A commanded trajectory is unusable; ``reason`` is the short code the nodes' throttled
     logs and diagnostics counters use (sim2real_checks): ``malformed`` (names, sizes),
     ``non_finite``, ``timing``, ``bounds`` (position, velocity or motion limits), ``continuity``."""
@@ -23,10 +28,10 @@ class TrajectoryRejected(Sim2RealError):
         self.reason = reason
 
 
-class BagError(Sim2RealError):
+class BagError(PandaError):
     """A bag is missing, corrupt, truncated, or lacks the topics a tool needs."""
 
 
-class RobotError(Sim2RealError):
+class RobotError(PandaError):
     """The robot cannot be reached or used: unreachable address, another protocol version, no
     real-time kernel where one is enforced, a lost connection, or a reflex that stopped it."""

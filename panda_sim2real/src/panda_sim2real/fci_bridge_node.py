@@ -30,7 +30,7 @@ from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
-from panda_sim2real.errors import ConfigError, RobotError, Sim2RealError, TrajectoryRejected
+from panda_sim2real.errors import ConfigError, RobotError, PandaError, TrajectoryRejected
 from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
@@ -127,7 +127,7 @@ class FciBridgeNode:
     def _on_recover(self, _request) -> TriggerResponse:
         try:
             message = self.bridge.recover()
-        except Sim2RealError as exc:
+        except PandaError as exc:
             return TriggerResponse(success=False, message=str(exc))
         rospy.loginfo(f"{rospy.get_name()}: {message}")
         return TriggerResponse(success=True, message=message)

@@ -7,14 +7,14 @@ from typing import Callable, TypeVar
 
 import rospy
 
-from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.errors import PandaError
 
 NodeT = TypeVar("NodeT")
 
 
 def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None],
              close: Callable[[NodeT], None] = lambda node: None,
-             errors: tuple[type[Exception], ...] = (Sim2RealError,)) -> NodeT:
+             errors: tuple[type[Exception], ...] = (PandaError,)) -> NodeT:
     """``rospy.init_node(name)``, ``node = make()`` (one of ``errors``: [FATAL] line, exit 1),
     ``spin(node)``, ``close(node)``; returns the node after shutdown."""
     try:

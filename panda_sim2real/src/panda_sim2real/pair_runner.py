@@ -29,7 +29,7 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.joint_state import JointStateLayout
 
 from panda_sim2real.bag_layout import COMMAND, EVENTS, JOINT_STATES, REAL_NS, SIM_NS, topic
-from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.errors import PandaError
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import PairEvent
 from panda_sim2real.pairs import pair_event
@@ -41,7 +41,7 @@ from panda_sim2real.trajectory_generation import TrajectoryGenerator
 REPORT_PERIOD = 1.0   # s (wall) between /diagnostics messages
 
 
-class StreamStalled(Sim2RealError):
+class StreamStalled(PandaError):
     """A robot (or an extra stream) has not reported a trajectory's end ``stall_timeout`` s after
     it, by the runner's own clock: it stopped publishing (a lost connection) or its stamps are
     broken. What is recorded ends here."""

@@ -11,10 +11,10 @@ import time
 import xmlrpc.client
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.errors import PandaError
 
 
-class RecorderLost(Sim2RealError):
+class RecorderLost(PandaError):
     """The recorder died, was restarted or stopped answering: what is recorded ends here."""
 
 

@@ -26,7 +26,7 @@ import rosbag
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES, REAL_NS, SIM_NS, topic
 from panda_sim2real.collection import load_robot
-from panda_sim2real.errors import BagError, Sim2RealError
+from panda_sim2real.errors import BagError, PandaError
 from panda_sim2real.joint_state_bag import BagFile, decode, unreadable_bag
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.robot_config import SIM_CONFIG_FILE
@@ -78,7 +78,7 @@ def _first_command(bag: BagFile, commands: str, limits: JointLimits) -> tuple[fl
         raise BagError(f"bag {bag.path}: {commands} holds no message")
     try:
         return bag.start_time(), trajectory_from_msg(first[1], limits)
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise BagError(f"bag {bag.path}: the first command on {commands} is invalid: "
                        f"{exc}") from exc
 
@@ -116,7 +116,7 @@ def resimulate(request: ResimulationRequest, limits: Optional[JointLimits] = Non
                 if name == commands:
                     try:
                         plan = trajectory_from_msg(decode(msg), limits)
-                    except Sim2RealError as exc:
+                    except PandaError as exc:
                         raise BagError(f"bag {request.bag}: a command on {commands} at "
                                        f"{t:.3f} s is invalid: {exc}") from exc
                     sim.command(plan)

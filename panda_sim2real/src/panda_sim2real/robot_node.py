@@ -32,7 +32,7 @@ from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 from sim2real_checks.joint_state import JointStateSpec, check_joint_state
 
-from panda_sim2real.errors import Sim2RealError, TrajectoryRejected
+from panda_sim2real.errors import PandaError, TrajectoryRejected
 from panda_sim2real.node_runner import run_node
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
@@ -73,7 +73,7 @@ class RobotNode:
         self.real_time_factor = float(rospy.get_param("~real_time_factor", 1.0))
         self.clock_rate = float(rospy.get_param("~clock_rate", config.publish_rate))
         if self.real_time_factor < 0 or self.clock_rate <= 0:
-            raise Sim2RealError("~real_time_factor must be >= 0 and ~clock_rate > 0")
+            raise PandaError("~real_time_factor must be >= 0 and ~clock_rate > 0")
         self._lock = threading.Lock()
         self._closed = False      # set under the lock: no callback touches the physics after
         self.guard = node_guard()

@@ -2,7 +2,7 @@
 // unidirectional LSTM stack plus the dense layer, on physical joint states, carrying the hidden
 // states (h_t^l, c_t^l) of every layer from one call to the next.
 //
-// The weights are those of realeasy_ros.model.RealtimeRealeasy (torch.nn.LSTM, gate order
+// The weights are those of realeasy_ros.networks.RealtimeRealeasy (torch.nn.LSTM, gate order
 // i, f, g, o; then Linear(hidden -> features)) and the joint-limit scaler. Per layer l:
 //   z = W_ih x + b_ih + W_hh h_{t-1} + b_hh                     (eq. 2-5, pre-activations)
 //   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_g), o = sigmoid(z_o)

@@ -29,8 +29,8 @@ from panda_sim2real.alignment import Progress
 from panda_sim2real.bag_layout import EVENT_START, EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
 from panda_sim2real.errors import BagError
 from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
-from realeasy_ros.model_file import RealeasyModel
-from realeasy_ros.model import PRECISE
+from realeasy_ros.model import RealeasyModel
+from realeasy_ros.networks import PRECISE
 from panda_sim2real.joint_state_bag import BAG_READ_ERRORS, unreadable_bag
 
 SIM_TOPIC = topic(SIM_NS, JOINT_STATES)

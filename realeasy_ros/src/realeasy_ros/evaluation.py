@@ -22,7 +22,7 @@ from panda_sim2real.errors import ConfigError
 from panda_sim2real.metrics import QUANTITIES, per_joint_mse  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:   # pragma: no cover - typing only, keeps torch out of the import
-    from realeasy_ros.model_file import RealeasyModel
+    from realeasy_ros.model import RealeasyModel
 
 ALL = "all"                                  # every trajectory of the data set (transfer study)
 EVALUATION_SPLITS = SPLITS + (ALL,)
@@ -56,7 +56,7 @@ def model_summary(model: "RealeasyModel") -> dict:
 
 def warmup_note(model: "RealeasyModel") -> str:
     """One sentence on how the start of every trajectory was treated."""
-    from realeasy_ros.model import REALTIME   # the model is loaded, so torch already is
+    from realeasy_ros.networks import REALTIME   # the model is loaded, so torch already is
     if model.architecture != REALTIME:
         return (f"{model.architecture} model (bidirectional, Algorithm 1) evaluated on whole "
                 f"trajectories; it needs no warm-up.")

@@ -1,159 +1,174 @@
-"""The Realeasy residual networks (paper 000 §IV-C) and the MSrE loss (§IV-A, eq. 9-10).
+"""The Realeasy model file: weights, architecture, scaler, joint names and order, rate, warm-up and
+training metadata in one ``.pt`` that loads on another machine with this library alone.
 
-Both networks read the normalised 21-dimensional state x_t = [q, qd, tau] of the simulation
-(see :mod:`panda_sim2real.normalisation`) and output the residual NN(x)_t, so that the corrected,
-"realistic" state is x_t + NN(x)_t.
-
-* ``precise`` (Algorithm 1): dropout on the input, bidirectional LSTM layers whose forward and
-  backward outputs are concatenated, [h_f^0, h_b^0], as the input of the next bidirectional
-  layer; the last layer's forward and backward outputs are summed, h^1 = h_f^1 + h_b^1; a dense
-  layer maps h^1 to the residual.
-* ``realtime`` (Algorithms 2-3, "Realeasy"): the same without the backward direction, so that
-  the hidden states (h_t^l, c_t^l) of step t are all step t + 1 needs: :meth:`RealtimeRealeasy.step`.
-
-The LSTM cells are PyTorch's (eq. 2-7): sigmoid gates, tanh candidate (5) and tanh on the cell
-output (7), as §IV-C argues (the residual lies in [-1, 1] and tanh keeps dropout stable).
+The file is a ``torch.save`` of a dict holding only tensors, strings, numbers, lists and dicts,
+and it is read with ``torch.load(..., weights_only=True)``: unpickling is restricted to those
+types, so a file carrying code (a pickle with a ``__reduce__`` payload) is refused, never run.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Optional
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
-PRECISE = "precise"
-REALTIME = "realtime"
-ARCHITECTURES = (PRECISE, REALTIME)
+from panda_sim2real.errors import ConfigError
+from realeasy_ros.networks import PRECISE, REALTIME, ModelSpec, build_network
+from panda_sim2real.normalisation import JointLimitScaler
 
-LSTMState = tuple[torch.Tensor, torch.Tensor]   # (h, c), each (num_layers, batch, hidden)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """Architecture of a Realeasy network. The defaults follow paper 000 §IV-C: two LSTM layers
-    working on 21-dimensional vectors ("the matrix-vector multiplications in (2)-(5) are
-    21-dimensional") and dropout on the input."""
-
-    architecture: str = REALTIME
-    input_size: int = 21
-    hidden_size: int = 21
-    num_layers: int = 2
-    dropout: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture must be one of {ARCHITECTURES}, "
-                             f"got {self.architecture!r}")
-        for name in ("input_size", "hidden_size", "num_layers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "ModelSpec":
-        """Inverse of :meth:`to_dict`; ValueError for unknown keys or bad values."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown model spec key(s) {unknown}")
-        return cls(**values)
+FORMAT = "realeasy_ros/model"
+VERSION = 1
+_REQUIRED = ("format", "version", "spec", "state_dict", "scaler_lower", "scaler_upper",
+             "joint_names", "rate", "warmup_steps", "metadata")
 
 
-class PreciseRealeasy(nn.Module):
-    """Bidirectional Realeasy network (paper 000 §IV-C, Algorithm 1)."""
+@dataclass
+class RealeasyModel:
+    """A trained Realeasy network with everything needed to use it on physical joint states.
 
-    def __init__(self, spec: ModelSpec) -> None:
-        super().__init__()
-        self.spec = spec
-        self.input_dropout = nn.Dropout(spec.dropout)
-        sizes = [spec.input_size] + [2 * spec.hidden_size] * (spec.num_layers - 1)
-        self.layers = nn.ModuleList(
-            nn.LSTM(size, spec.hidden_size, batch_first=True, bidirectional=True)
-            for size in sizes)
-        self.dense = nn.Linear(spec.hidden_size, spec.input_size)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Residual NN(x) of shape (batch, T, input_size) for x of that shape (whole sequences)."""
-        h = self.input_dropout(x)
-        for layer in self.layers:
-            h, _ = layer(h)                      # (batch, T, 2 hidden) = [h_f, h_b]
-        hidden = self.spec.hidden_size
-        return self.dense(h[..., :hidden] + h[..., hidden:])   # h^1 = h_f^1 + h_b^1
-
-
-class RealtimeRealeasy(nn.Module):
-    """Unidirectional Realeasy network (paper 000 §IV-C, Algorithms 2-3)."""
-
-    def __init__(self, spec: ModelSpec) -> None:
-        super().__init__()
-        self.spec = spec
-        self.input_dropout = nn.Dropout(spec.dropout)
-        self.lstm = nn.LSTM(spec.input_size, spec.hidden_size, num_layers=spec.num_layers,
-                            batch_first=True)
-        self.dense = nn.Linear(spec.hidden_size, spec.input_size)
-
-    def forward(self, x: torch.Tensor, state: Optional[LSTMState] = None) -> torch.Tensor:
-        """Residual NN(x) of shape (batch, T, input_size), starting from ``state`` (zeros if
-        None, Algorithm 2 line 4)."""
-        h, _ = self.lstm(self.input_dropout(x), state)
-        return self.dense(h)
-
-    def initial_state(self, batch: int = 1) -> LSTMState:
-        """h_{-1}^l = c_{-1}^l = 0 (Algorithm 2 line 4)."""
-        zeros = torch.zeros(self.spec.num_layers, batch, self.spec.hidden_size,
-                            dtype=self.dense.weight.dtype, device=self.dense.weight.device)
-        return zeros, zeros.clone()
-
-    def step(self, x_t: torch.Tensor, state: Optional[LSTMState] = None
-             ) -> tuple[torch.Tensor, LSTMState]:
-        """One time step (Algorithm 3 lines 4-6): x_t of shape (input_size,) or (batch,
-        input_size) and the (h, c) of the previous step give NN(x)_t (same leading shape) and
-        the new (h, c). Feeding a sequence step by step equals :meth:`forward` on it."""
-        squeeze = x_t.dim() == 1
-        x = x_t.reshape(1 if squeeze else x_t.shape[0], 1, self.spec.input_size)
-        if state is None:
-            state = self.initial_state(x.shape[0])
-        h, new_state = self.lstm(self.input_dropout(x), state)
-        residual = self.dense(h[:, 0])
-        return (residual[0] if squeeze else residual), new_state
-
-
-def build_network(spec: ModelSpec) -> nn.Module:
-    """The network of ``spec.architecture``."""
-    return PreciseRealeasy(spec) if spec.architecture == PRECISE else RealtimeRealeasy(spec)
-
-
-def channel_weights(position: float = 1.0, velocity: float = 1.0, torque: float = 1.0,
-                    dof: int = 7) -> torch.Tensor:
-    """Per-column loss weights for the [q, qd, tau] layout (paper 000: all equal)."""
-    values = (position, velocity, torque)
-    if any(not (float(v) >= 0.0) for v in values) or sum(values) <= 0.0:
-        raise ValueError(f"channel weights must be non-negative and not all zero, got {values}")
-    return torch.tensor(values, dtype=torch.float32).repeat_interleave(dof)
-
-
-def msre_loss(x: torch.Tensor, y: torch.Tensor, residual: torch.Tensor,
-              weights: Optional[torch.Tensor] = None,
-              mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Mean squared residual error, paper 000 eq. (9)-(10): mean of (Y_t - (X_t + NN(X)_t))^2.
-
-    ``weights`` (columns,) weight the columns (normalised to mean 1, so equal weights give the
-    plain MSE); ``mask`` (batch, T) of 0/1 selects the time steps that count (e.g. not the
-    warm-up steps of the realtime model).
+    ``warmup_steps`` is T_Warmup of Algorithm 2: for the realtime network, the first that many
+    steps of a stream publish the simulator's state unchanged while the hidden state fills.
     """
-    err = (y - (x + residual)) ** 2
-    if weights is not None:
-        err = err * (weights / weights.mean()).to(err)
-    if mask is None:
-        return err.mean()
-    mask = mask.to(err).unsqueeze(-1)
-    count = mask.sum() * err.shape[-1]
-    if count <= 0:
-        raise ValueError("the loss mask selects no time step")
-    return (err * mask).sum() / count
+
+    network: nn.Module
+    spec: ModelSpec
+    scaler: JointLimitScaler
+    joint_names: tuple[str, ...]
+    rate: float                       # Hz of the data it was trained on
+    warmup_steps: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def architecture(self) -> str:
+        return self.spec.architecture
+
+    @property
+    def dof(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def data_label(self) -> str:
+        """The robot the training data came from (``train`` stores it as ``data_label``)."""
+        return str(self.metadata.get("data_label") or self.metadata.get("label") or "unknown data")
+
+    @property
+    def effective_warmup_steps(self) -> int:
+        """Steps at the start of a sequence whose residual is not used: T_Warmup for the
+        realtime network (Algorithm 2), none for the precise one (Algorithm 1)."""
+        return int(self.warmup_steps) if self.architecture == REALTIME else 0
+
+    def check_compatible(self, joint_names: Sequence[str], source: str = "the data") -> None:
+        """ConfigError unless ``joint_names`` are the model's joints in the model's order."""
+        if tuple(joint_names) != self.joint_names:
+            raise ConfigError(f"model is for joints {list(self.joint_names)}, {source} has "
+                              f"{list(joint_names)}")
+
+    @torch.no_grad()
+    def residual(self, states: np.ndarray, warmup: bool = True) -> np.ndarray:
+        """Physical residual (T, 3 dof) of one whole trajectory of physical simulator states
+        (T, 3 dof) [rad, rad/s, N m]. For the realtime network with ``warmup``, the residual of
+        the first ``warmup_steps`` steps is zero (Algorithm 2: the simulator's state is used
+        while the hidden state fills)."""
+        states = np.asarray(states, dtype=float)
+        if states.ndim != 2 or states.shape[1] != self.spec.input_size:
+            raise ValueError(f"expected states of shape (T, {self.spec.input_size}), "
+                             f"got {states.shape}")
+        self.network.eval()
+        x = torch.as_tensor(self.scaler.transform(states), dtype=torch.float32)[None]
+        residual = self.network(x)[0].double().numpy() * self.scaler.scale
+        if warmup:
+            residual[:self.effective_warmup_steps] = 0.0
+        return residual
+
+    def correct(self, states: np.ndarray, warmup: bool = True) -> np.ndarray:
+        """Corrected ("realistic") physical states X + NN(X) of one trajectory (eq. 9)."""
+        return np.asarray(states, dtype=float) + self.residual(states, warmup=warmup)
+
+    def save(self, path: str) -> None:
+        """Write the model file (atomically: temp file, then rename)."""
+        payload = {
+            "format": FORMAT, "version": VERSION, "spec": self.spec.to_dict(),
+            "state_dict": {k: v.detach().cpu().clone() for k, v in
+                           self.network.state_dict().items()},
+            "scaler_lower": torch.as_tensor(self.scaler.lower, dtype=torch.float64),
+            "scaler_upper": torch.as_tensor(self.scaler.upper, dtype=torch.float64),
+            "joint_names": list(self.joint_names), "rate": float(self.rate),
+            "warmup_steps": int(self.warmup_steps), "metadata": dict(self.metadata),
+        }
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{path}.tmp"
+        try:
+            torch.save(payload, tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def _fail(path: str, why: str) -> ConfigError:
+    return ConfigError(f"model file {path}: {why}")
+
+
+def load_model(path: str, architecture: Optional[str] = None) -> RealeasyModel:
+    """Read a model file written by :meth:`RealeasyModel.save`, without executing code from it.
+
+    Raises ConfigError (one line) if the file is missing, corrupt, carries anything but
+    tensors and plain values, or is inconsistent; and if ``architecture`` is given and differs.
+    """
+    if not os.path.isfile(path):
+        raise ConfigError(f"model file not found: {path}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:   # noqa: BLE001 - torch raises many kinds for a bad file
+        detail = " ".join(str(exc).split())
+        found = re.search(r"GLOBAL ([\w.]+)", detail)
+        if found:   # the restricted unpickler met a global: a class or function to call
+            raise _fail(path, f"refused: it holds objects other than tensors and plain "
+                              f"values ({found.group(1)}); loading it could run code") from exc
+        unpickler = re.search(r"WeightsUnpickler error: (.*?)(?: Check the documentation|$)",
+                              detail)
+        reason = unpickler.group(1) if unpickler else (detail[:200] or type(exc).__name__)
+        raise _fail(path, f"not a tensors-only torch model file, or corrupt; the safe loader "
+                          f"stopped ({reason})") from exc
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise _fail(path, f"not a Realeasy model file (no format '{FORMAT}')")
+    missing = [k for k in _REQUIRED if k not in payload]
+    if missing:
+        raise _fail(path, f"lacks {', '.join(missing)}")
+    if payload["version"] != VERSION:
+        raise _fail(path, f"version {payload['version']} is not supported (this library reads "
+                          f"version {VERSION})")
+    try:
+        spec = ModelSpec.from_dict(dict(payload["spec"]))
+        names = tuple(str(n) for n in payload["joint_names"])
+        scaler = JointLimitScaler.from_arrays({
+            "lower": np.asarray(payload["scaler_lower"], dtype=float),
+            "upper": np.asarray(payload["scaler_upper"], dtype=float),
+            "joint_names": np.array(names, dtype=str)})
+        if spec.input_size != 3 * len(names):
+            raise ValueError(f"input size {spec.input_size} does not fit {len(names)} joints "
+                             f"x [q, qd, tau]")
+        network = build_network(spec)
+        network.load_state_dict(payload["state_dict"], strict=True)
+        rate = float(payload["rate"])
+        warmup = int(payload["warmup_steps"])
+        if not rate > 0.0 or warmup < 0:
+            raise ValueError(f"rate {rate} must be positive and warm-up {warmup} non-negative")
+        metadata = dict(payload["metadata"])
+    except (ValueError, TypeError, KeyError, RuntimeError, ConfigError) as exc:
+        raise _fail(path, " ".join(str(exc).split())[:300]) from exc
+    if architecture is not None and spec.architecture != architecture:
+        raise _fail(path, f"holds a {spec.architecture} model, a {architecture} one is needed")
+    for p in network.parameters():
+        if not torch.all(torch.isfinite(p)):
+            raise _fail(path, "has non-finite weights")
+    network.eval()
+    return RealeasyModel(network, spec, scaler, names, rate, warmup, metadata)
+
+
+__all__ = ["FORMAT", "VERSION", "PRECISE", "REALTIME", "RealeasyModel", "load_model"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from panda_sim2real.errors import ConfigError
-from realeasy_ros.model import REALTIME
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.networks import REALTIME
+from realeasy_ros.model import RealeasyModel
 
 try:
     from realeasy_ros._realtime_lstm import RealtimeLstm

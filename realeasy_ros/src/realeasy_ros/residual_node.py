@@ -28,10 +28,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger, TriggerResponse
 
-from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.errors import PandaError
 from panda_sim2real.limits import JointLimits
-from realeasy_ros.model import REALTIME
-from realeasy_ros.model_file import load_model
+from realeasy_ros.networks import REALTIME
+from realeasy_ros.model import load_model
 from realeasy_ros.residual_stream import InvalidJointState, LatencyStats, ResidualStream
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.errors import Rejected
@@ -49,14 +49,14 @@ class ResidualPublisherNode:
     def __init__(self) -> None:
         model_path = rospy.get_param("~model", "")
         if not model_path:
-            raise Sim2RealError("parameter ~model (path of a realtime model file) is not set")
+            raise PandaError("parameter ~model (path of a realtime model file) is not set")
         limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
         model = load_model(model_path, architecture=REALTIME)
         model.check_compatible(limits.joint_names, "the robot (~limits)")
         warmup = rospy.get_param("~warmup_steps", None)
         if warmup is not None:
             if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-                raise Sim2RealError(f"~warmup_steps must be a non-negative integer, got {warmup!r}")
+                raise PandaError(f"~warmup_steps must be a non-negative integer, got {warmup!r}")
             model.warmup_steps = warmup
         self.model = model
         # a measured state's bounds; the model's joints are the limits' (check_compatible), in
@@ -166,7 +166,7 @@ def main() -> None:
     node: Optional[ResidualPublisherNode] = None
     try:
         node = ResidualPublisherNode()
-    except Sim2RealError as exc:
+    except PandaError as exc:
         rospy.logfatal(f"{rospy.get_name()}: {exc}")
         raise SystemExit(1) from None
     # Objects made at start-up live as long as the node: keep them out of the collector's scans,

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from sim2real_checks.joint_state import InvalidJointState, JointBounds, JointStateLayout
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.model import RealeasyModel
 from realeasy_ros.realtime import RealtimeResidual
 
 __all__ = ["InvalidJointState", "JointStateLayout", "LatencyStats", "ResidualStream",

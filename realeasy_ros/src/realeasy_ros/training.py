@@ -1,7 +1,7 @@
 """Training of the Realeasy networks (paper 000 §IV-A loss, §IV-D training).
 
 The networks learn the residual NN(X) so that X + NN(X) matches the real trajectory Y, by
-minimising the MSrE of eq. (9)-(10) (:func:`realeasy_ros.model.msre_loss`) with Adam.
+minimising the MSrE of eq. (9)-(10) (:func:`realeasy_ros.networks.msre_loss`) with Adam.
 
 Windowing (§IV-D): the recorded trajectories rest at their start and end. Trained on whole
 trajectories, an LSTM would learn *after how many steps* the robot comes to rest instead of
@@ -35,9 +35,9 @@ import torch
 
 from panda_sim2real.dataset import Dataset
 from panda_sim2real.errors import ConfigError
-from realeasy_ros.model import ARCHITECTURES, PRECISE, REALTIME, ModelSpec, build_network, \
+from realeasy_ros.networks import ARCHITECTURES, PRECISE, REALTIME, ModelSpec, build_network, \
     channel_weights, msre_loss
-from realeasy_ros.model_file import RealeasyModel
+from realeasy_ros.model import RealeasyModel
 
 DEVICES = ("auto", "cpu", "cuda")
 EQUAL, GAP = "equal", "gap"

@@ -23,12 +23,12 @@ def _correction(path: str, joint_names: tuple[str, ...],
                 step: float) -> Callable[[np.ndarray], np.ndarray]:
     """The Realeasy model's X -> X + NN(X) (paper 000 eq. 9); PipelineError if the model does not
     fit the data (joints, or a rate other than the streams', 1 / the kernel step)."""
-    from panda_sim2real.errors import Sim2RealError
-    from realeasy_ros.model_file import load_model
+    from panda_sim2real.errors import PandaError
+    from realeasy_ros.model import load_model
     try:
         model = load_model(path)
         model.check_compatible(joint_names, "the data set")
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise PipelineError("evaluate", exc) from exc
     if not math.isclose(model.rate * step, 1.0, rel_tol=1e-6):
         raise PipelineError("evaluate", f"the Realeasy model runs at {model.rate:g} Hz, the task "

@@ -59,10 +59,10 @@ def load_datasets(nominal_path: str, identified_path: str) -> tuple[Any, Any]:
     """The nominal and the identified data sets (panda_sim2real Dataset); PipelineError if one
     is missing or corrupt."""
     from panda_sim2real.dataset import Dataset
-    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.errors import PandaError
     try:
         return Dataset.load(nominal_path), Dataset.load(identified_path)
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise PipelineError("evaluate", exc) from exc
 
 

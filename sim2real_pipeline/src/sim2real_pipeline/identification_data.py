@@ -18,14 +18,14 @@ def write_identification_data(bag: str, trajectory_ids: Sequence[int], out: str,
                               stage: str = "identify") -> dict:
     """Write the npz; returns its figures. PipelineError if the bag lacks the robot's stream or
     none of the trajectories."""
-    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.errors import PandaError
     from panda_sim2real.limits import JointLimits
     from panda_sim2real.pair_bag import read_pairs
 
     limits = JointLimits.from_yaml()
     try:
         recording = read_pairs(bag, limits.joint_names)
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise PipelineError(stage, exc) from exc
     wanted = set(int(i) for i in trajectory_ids)
     pairs = [p for p in recording.pairs if p.trajectory_id in wanted and len(p.real) > 1]

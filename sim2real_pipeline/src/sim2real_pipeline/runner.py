@@ -83,7 +83,7 @@ def main_errors(run: Callable[[], int]) -> int:
     try:
         return run()
     except PipelineError as exc:
-        print(f"pipeline: {exc} (earlier stages are kept; run again to resume)", file=sys.stderr)
+        print(f"pipeline: error: {exc} (earlier stages are kept; run again to resume)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("pipeline: interrupted (finished stages are kept; run again to resume)",

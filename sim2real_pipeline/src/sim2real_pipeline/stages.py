@@ -39,11 +39,11 @@ def collect(ctx: Context) -> StageRecord:
         return StageRecord("collect", "", {"pairs": os.path.abspath(s.pairs_bag),
                                            "tasks": os.path.abspath(s.tasks_bag)},
                            {"recorded": True})
-    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.errors import PandaError
     from panda_sim2real.robot_config import RobotConfig
     try:
         label = RobotConfig.from_yaml(s.reality_config).label
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise PipelineError("collect", exc) from exc
     pairs, tasks = w.path("pairs.bag"), w.path("tasks.bag")
     ctx.tool("collect", "panda_sim2real", "collect", "--trajectories", s.trajectories,
@@ -136,7 +136,7 @@ def stable_rate(urdf: str, joint: Joint, data: str) -> float:
     """The lowest physics rate at which the simulator's PID is stable on the identified model
     (panda_sim2real.stability), over the identification data's configurations."""
     import numpy as np
-    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.errors import PandaError
     from panda_sim2real.robot_config import RobotConfig
     from panda_sim2real.stability import stable_physics_rate
 
@@ -145,7 +145,7 @@ def stable_rate(urdf: str, joint: Joint, data: str) -> float:
         q = npz["q"][::10]
     try:
         return stable_physics_rate(config, q)
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise PipelineError("identify", exc) from exc
 
 

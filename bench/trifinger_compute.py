@@ -30,7 +30,7 @@ import numpy as np
 import pybullet
 
 from trifinger_controllers import cube, task
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
 from trifinger_controllers.evaluation import episode_specs, run_episode
 from trifinger_controllers.kinematics import FingerKinematics

@@ -60,9 +60,9 @@ rosrun compliant_actuator_gazebo reproduce_ilc --json "$out/ilc.json" --plot "$o
 
 echo "== TriFinger cube policies (simulation): CPC-TG and MP-PG on level 3, 2 trials each"
 rosrun trifinger_controllers evaluate --controller cpc --grasp tg --level 3 --trials 2 --seed 0 \
-  --seconds 20 --json "$out/trifinger_cpc_tg_l3.json" --no-progress
+  --seconds 20 --json "$out/trifinger_cpc_tg_l3.json" --quiet
 rosrun trifinger_controllers evaluate --controller mp --grasp pg --level 3 --trials 2 --seed 0 \
-  --seconds 20 --json "$out/trifinger_mp_pg_l3.json" --no-progress
+  --seconds 20 --json "$out/trifinger_mp_pg_l3.json" --quiet
 
 echo "== state-space kernels (paper 001): the delivery vehicle, 30 missions (deployment simulated)"
 rosrun kernel_manager_ros vehicle-experiment --missions 30 --seed 0 --work-dir "$root/build/demo_vehicle" \

@@ -25,19 +25,19 @@ case "${1:-}" in
     for c in ${2:-cpc cic mp}; do
       if [ "$1" = bo ]; then
         rosrun trifinger_controllers optimize --controller "$c" --level 3 --iterations 50 --episodes 3 \
-          --seconds 15 --seed 1000 --parameters "${PARAMS[$c]}" --no-progress \
+          --seconds 15 --seed 1000 --parameters "${PARAMS[$c]}" --quiet \
           --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3.json"
       fi
       rosrun trifinger_controllers bo-validate --bo "$PKG/results/bo_${c}_l3.json" --top 5 --episodes 5 \
         --seed 1001 --quiet --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3_validation.json"
       rosrun trifinger_controllers evaluate --controller "$c" --grasp "${GRASP[$c]}" --level 3 \
-        --trials 20 --seed 2019 --params "$PKG/config/bo_${c}_l3.yaml" --no-progress \
+        --trials 20 --seed 2019 --params "$PKG/config/bo_${c}_l3.yaml" --quiet \
         --json "$PKG/results/bo_${c}_l3_eval.json"
     done ;;
   rpl)
     for c in ${2:-mp cpc cic}; do
       rosrun trifinger_controllers train-residual --controller "$c" --level 3 --steps 500000 --seed 0 \
-        --train-freq 8 --eval-every 50000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --no-progress \
+        --train-freq 8 --eval-every 50000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --quiet \
         --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
     done ;;
   *) echo "usage: $0 bo|bo-validate|rpl [CONTROLLERS]" >&2; exit 2 ;;

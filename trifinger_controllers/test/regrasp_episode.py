@@ -8,7 +8,7 @@ import numpy as np
 import pybullet
 
 from trifinger_controllers import cube, task
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.perception import PerceptionConfig
 from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.types import CubePose

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trifinger_controllers import evaluation, task
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.evaluation import DropDetector, episode_specs, evaluate, run_episode
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.platform import SimulatedPlatform
@@ -143,7 +143,7 @@ PREAMBLE = textwrap.dedent("""
     import runpy, sys
     import numpy as np
     import trifinger_controllers.controllers as registry
-    from trifinger_controllers.controller import Controller
+    from trifinger_controllers.controllers.base import Controller
     from trifinger_controllers.params import Parameter, ParameterSet
 
     class Hold(Controller):

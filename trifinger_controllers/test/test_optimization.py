@@ -9,8 +9,11 @@ import sys
 import numpy as np
 import pytest
 
+from sim2real_checks.cli import run
+
 from trifinger_controllers.optimization import Evaluation, optimise, validate
 from trifinger_controllers.controllers import load_params
+from trifinger_controllers.errors import TrifingerError
 from trifinger_controllers.params import Parameter, ParameterSet
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "optimize")
@@ -78,8 +81,10 @@ CLI = load_cli()
 
 
 def run_cli_inprocess(capsys, *args):
-    code = CLI.main(list(args))
-    return code, capsys.readouterr().err
+    """The script's ``__main__`` path in-process: its exit status and stderr."""
+    with pytest.raises(SystemExit) as exited:
+        run(lambda argv: CLI.main(list(args)), prog="optimize", errors=(TrifingerError,))
+    return exited.value.code, capsys.readouterr().err
 
 
 def run_cli(*args):
@@ -89,10 +94,11 @@ def run_cli(*args):
 
 
 def test_cli_writes_a_loadable_parameter_file(tmp_path):
-    """A real (tiny) run: MP on level 3, 2 random + 1 BO candidates of one 1.5 s episode."""
+    """A real (tiny) run: MP on level 3, 2 random + 1 BO candidates of one 1.5 s episode; the
+    output folders are created."""
     intervals = tmp_path / "intervals.yaml"
     intervals.write_text("path_speed: [0.02, 0.2]\n")
-    out, out_json = tmp_path / "mp.yaml", tmp_path / "mp.json"
+    out, out_json = tmp_path / "params" / "mp.yaml", tmp_path / "figures" / "mp.json"
     done = run_cli("--controller", "mp", "--level", "3", "--iterations", "1", "--initial", "2",
                    "--episodes", "1", "--seconds", "1.5", "--seed", "1",
                    "--parameters", "path_speed,kp", "--intervals", str(intervals),
@@ -140,6 +146,25 @@ def test_validate_chooses_on_the_validation_episodes():
     assert scored[chosen].index == -1 and scored[chosen].train is None
     scored, chosen = validate(searched, toy, SPACE, top=3, incumbent=SPACE.replace(a=0.1).to_dict())
     assert scored[chosen].values["a"] == 1.2
+    # ... and without dropping the cube more often than the incumbent there
+    dropping = DroppingToy(lambda a: a > 1.0)     # 1.9 and 1.2 drop on validation, 0.5 does not
+    scored, chosen = validate(searched, dropping, SPACE, top=3, incumbent=SPACE.replace(a=0.1).to_dict())
+    assert scored[chosen].values["a"] == 0.5 and scored[chosen].summary["drop_rate"] == 0.0
+    scored, chosen = validate(searched, DroppingToy(lambda a: True), SPACE, top=3,
+                              incumbent=SPACE.replace(a=0.1).to_dict())
+    assert scored[chosen].values["a"] == 1.2                # all drop alike: the score decides
+
+
+class DroppingToy:
+    """The toy objective with a summary whose drop rate is 0.2 where ``drops(a)``."""
+
+    def __init__(self, drops) -> None:
+        self.drops, self.summaries = drops, []
+
+    def __call__(self, params) -> float:
+        a = params.to_dict()["a"]
+        self.summaries.append({"drop_rate": 0.2 if self.drops(a) else 0.0})
+        return toy(params)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -157,7 +182,7 @@ def test_cli_rejects_bad_intervals(tmp_path, capsys, content, message):
         "--json", str(tmp_path / "o.json"))
     assert code == 2
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], stderr
+    assert len(lines) == 1 and lines[0].startswith("optimize: error: ") and message in lines[0], stderr
     assert not (tmp_path / "p.yaml").exists()
 
 
@@ -165,14 +190,16 @@ def test_cli_rejects_bad_intervals(tmp_path, capsys, content, message):
     (["--controller", "xyz"], "invalid choice"),
     (["--controller", "mp", "--episodes", "0"], "--episodes must be >= 1"),
     (["--controller", "mp", "--parameters", "kp,bogus"], "unknown parameter(s) bogus"),
-    (["--controller", "mp", "--out", "/nonexistent/dir/p.yaml"], "directory does not exist"),
+    (["--controller", "mp", "--out", "A_FILE/p.yaml"], "--out: cannot create its folder"),
+    (["--controller", "mp", "--initial", "1"], "--initial must be >= 2"),
 ])
 def test_cli_rejects_bad_arguments(tmp_path, capsys, args, message):
+    (tmp_path / "A_FILE").write_text("a file, not a folder")
     base = {"--level": "3", "--iterations": "1", "--episodes": "1",
             "--out": str(tmp_path / "p.yaml"), "--json": str(tmp_path / "o.json")}
     for key, value in zip(args[::2], args[1::2]):
-        base[key] = value
+        base[key] = str(tmp_path / value) if value.startswith("A_FILE") else value
     code, stderr = run_cli_inprocess(capsys, *[x for kv in base.items() for x in kv])
     assert code == 2
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], stderr
+    assert len(lines) == 1 and lines[0].startswith("optimize: error: ") and message in lines[0], stderr

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from trifinger_controllers import evaluation, rpl_policy, rpl_training, task
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.rpl_policy import (
@@ -274,16 +274,17 @@ def test_evaluate_with_residual(tiny_policy, tmp_path):
 
 def test_train_residual_bad_input(tmp_path):
     script = os.path.join(SCRIPTS, "train-residual")
+    (tmp_path / "a_file").write_text("a file, not a folder")
     for args, message in ((["--controller", "xx"], "invalid choice"),
                           (["--controller", "mp", "--steps", "0"], "--steps must be >= 1"),
-                          (["--controller", "mp", "--steps", "10", "--out", str(tmp_path / "no" / "p.pt")],
-                           "directory does not exist")):
+                          (["--controller", "mp", "--steps", "10", "--out", str(tmp_path / "a_file" / "p.pt")],
+                           "--out: cannot create its folder")):
         proc = subprocess.run([sys.executable, script, *args, "--out", str(tmp_path / "p.pt"),
                                "--json", str(tmp_path / "o.json")] if "--out" not in args else
                               [sys.executable, script, *args, "--json", str(tmp_path / "o.json")],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("train-residual: error: ")
 
 
 def test_runtime_module_needs_neither_gymnasium_nor_sb3():

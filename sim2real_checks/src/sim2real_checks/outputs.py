@@ -21,9 +21,10 @@ def plain(value: Any) -> Any:
     return value
 
 
-def write_json(path: Optional[str], figures: Any, sort_keys: bool = True) -> None:
+def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_nan: bool = True) -> None:
     """Write ``figures`` (made :func:`plain`) to ``path`` if given, creating its folder; the file
-    is replaced atomically."""
+    is replaced atomically. ``allow_nan=False``: ValueError for a NaN or infinity (strict JSON),
+    and the old file is kept."""
     if not path:
         return
     folder = os.path.dirname(os.path.abspath(path))
@@ -31,7 +32,7 @@ def write_json(path: Optional[str], figures: Any, sort_keys: bool = True) -> Non
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(plain(figures), f, indent=2, sort_keys=sort_keys)
+            json.dump(plain(figures), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
             f.write("\n")
         os.replace(tmp, path)
     finally:

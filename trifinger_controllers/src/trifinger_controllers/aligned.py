@@ -49,7 +49,7 @@ import numpy as np
 
 from trifinger_controllers import cube
 from trifinger_controllers.alignment import CENTRE, Flip, SlideToCentre, YawRotation
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.evaluation import control_period
 from trifinger_controllers.controllers.cic import fit_to_limit, impedance_torques
 from trifinger_controllers.grasps import GraspError

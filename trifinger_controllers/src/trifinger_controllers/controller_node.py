@@ -59,8 +59,9 @@ from sim2real_checks.diagnostics import node_guard
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
-from trifinger_controllers.controller import Controller
 from trifinger_controllers.controllers import default_grasp, default_parameters, make_controller
+from trifinger_controllers.controllers.base import Controller
+from trifinger_controllers.errors import ConfigurationError
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.pose_filter import ObservationFilter
@@ -69,10 +70,6 @@ from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observ
 T = TypeVar("T")
 LOCK_STEP_WAIT = 2.0            # wall s an answer waits for an announced pose / the goal
 STATS_WINDOW = 20000            # compute times kept for the statistics
-
-
-class ConfigurationError(ValueError):
-    """A parameter of the node is unusable (one line)."""
 
 
 def build_controller(name: str, grasp: str, level: int, params_path: str,

@@ -56,7 +56,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from trifinger_controllers import cube, task
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.perception import PerceptionConfig
 from trifinger_controllers.physics import PhysicsRandomisation

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from trifinger_controllers import cube
+from trifinger_controllers.errors import TrifingerError
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import CUBE_MASS, N_FINGERS, CubePose, Observation
 
@@ -66,7 +67,7 @@ HOLDING_SQUEEZE = 1.0
 CARRY_HEIGHT = 0.01
 
 
-class GraspError(ValueError):
+class GraspError(TrifingerError):
     """No grasp of the requested kind is feasible for the cube pose."""
 
 

@@ -290,7 +290,9 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
     episodes (other goals, tracker noise and physics), and choose by that score: the best of a
     few noisy training episodes is biased upwards (the winner's curse) and can be a set that
     drops the cube on episodes it was not tuned on. ``incumbent`` (e.g. the manual parameters) is
-    scored too (index -1, no training objective) and kept unless a candidate beats it there.
+    scored too (index -1, no training objective) and kept unless a candidate beats it there
+    without dropping the cube more often (the summaries' ``drop_rate``: a drop penalty trades
+    drops for reward, and BO must improve a controller without adding drops).
     Returns the re-scored candidates, best training objective first (the incumbent last), and the
     position of the chosen one in that list."""
     if top < 1:
@@ -312,9 +314,13 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
     scored = [score(e.index, e.values, e.objective) for e in ranked]
     if incumbent is not None:
         scored.append(score(-1, incumbent, None))
-    best = max(v.validation for v in scored)
+    allowed = list(range(len(scored)))
+    if incumbent is not None:
+        drops = scored[-1].summary.get("drop_rate") or 0.0
+        allowed = [i for i, v in enumerate(scored) if (v.summary.get("drop_rate") or 0.0) <= drops]
+    best = max(scored[i].validation for i in allowed)
     # ties go to the incumbent: a candidate must beat it
-    return scored, max(i for i, v in enumerate(scored) if v.validation == best)
+    return scored, max(i for i in allowed if scored[i].validation == best)
 
 
 # ---------------------------------------------------------------------------------- objective

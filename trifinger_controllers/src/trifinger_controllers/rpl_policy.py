@@ -39,7 +39,8 @@ import torch
 from torch import nn
 
 from trifinger_controllers import cube
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
+from trifinger_controllers.errors import TrifingerError
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import N_JOINTS, TORQUE_LIMIT, Observation
 
@@ -69,7 +70,7 @@ INPUT_DIM = STATE_DIM + N_JOINTS
 INPUT_CLIP = 10.0
 
 
-class PolicyFileError(ValueError):
+class PolicyFileError(TrifingerError):
     """A residual policy file that cannot be used (corrupt, unsafe, inconsistent, mismatching)."""
 
 

@@ -96,6 +96,7 @@ from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers import evaluation, task
 from trifinger_controllers.command_hold import CommandWatchdog, HoldLog
+from trifinger_controllers.errors import ConfigurationError
 from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.platform import DEFAULT_CAMERA_DELAY_STEPS, SimulatedPlatform
 from trifinger_controllers.sim_options import DEFAULT_CAMERA, DEFAULT_PHYSICS, SimOptions
@@ -107,10 +108,6 @@ DEFAULT_POSITION_KD = (0.5, 1.0, 0.5)
 LOCK_STEP_RESEND = 0.5          # wall s between republications of an unanswered joint state
 COMMAND_TIMEOUT = 0.1           # simulated s without a torque command before the hold
 MAX_LAG = 0.05                  # wall s the simulation may fall behind before it gives up the time
-
-
-class ConfigurationError(ValueError):
-    """A parameter of the node is unusable (one line)."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@
   ``train-residual --json``'s ``comparison``);
 * :func:`rpl_curve_table` and :func:`plot_rpl_curves`: the learning curves of the residual
   policies (evaluation reward R vs RL steps).
+
+Each table's figures come from its ``*_rows`` function (:func:`mix_and_match_rows`,
+:func:`bo_rows`, :func:`level_rows`, :func:`rpl_rows`, :func:`rpl_curve_rows`): plain dicts, the
+numbers before formatting (``tables --json``).
 """
 from __future__ import annotations
 
@@ -26,23 +30,52 @@ def _pm(mean: Optional[float], std: Optional[float], digits: int) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def _cell(result: dict) -> List[str]:
-    m, s = result["mean"], result["std"]
-    return [_pm(m["orientation_error_deg"], s["orientation_error_deg"], 1),
-            _pm(m["position_error_cm"], s["position_error_cm"], 2),
-            f"{100.0 * result['drop_rate']:.0f}"]
+def _figure(mean: Optional[float], std: Optional[float]) -> Dict[str, Optional[float]]:
+    return {"mean": mean, "std": std}
+
+
+def _pm_figure(figure: Dict[str, Optional[float]], digits: int) -> str:
+    return _pm(figure["mean"], figure["std"], digits)
+
+
+def _name(result: dict) -> str:
+    return f"{PAIRING_NAMES.get(result['controller'], result['controller'])}-{result['grasp'].upper()}"
+
+
+def _kept(result: dict, key: str) -> Dict[str, Optional[float]]:
+    return _figure(result["mean"].get(key), result["std"].get(key))
+
+
+def _order(controller: str) -> int:
+    return list(PAIRING_NAMES).index(controller) if controller in PAIRING_NAMES else 9
+
+
+def mix_and_match_rows(results: Sequence[dict]) -> List[dict]:
+    """The figures of :func:`mix_and_match_table`, one dict per cell (controller, grasp, initial
+    orientation error), in the table's order: ``orientation_error_deg`` and ``position_error_cm``
+    (``mean``, ``std``), ``drop_rate`` and the number of ``trials``."""
+    if not results:
+        raise ValueError("no mix-and-match results")
+    cells: Dict[tuple, dict] = {(r["controller"], r["grasp"], r["init_orientation_error_deg"]): r
+                                for r in results}
+    rows = []
+    for (controller, grasp, error), r in sorted(cells.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1],
+                                                                                kv[0][2])):
+        m, s = r["mean"], r["std"]
+        rows.append({"controller": controller, "grasp": grasp, "init_orientation_error_deg": error,
+                     "orientation_error_deg": _figure(m["orientation_error_deg"], s["orientation_error_deg"]),
+                     "position_error_cm": _figure(m["position_error_cm"], s["position_error_cm"]),
+                     "drop_rate": r["drop_rate"], "trials": len(r["trials"])})
+    return rows
 
 
 def mix_and_match_table(results: Sequence[dict]) -> str:
     """Table II from the benchmark's ``mix_and_match`` list (each with ``controller``, ``grasp``,
     ``init_orientation_error_deg``, ``mean``, ``std``, ``drop_rate`` and ``trials``)."""
-    if not results:
-        raise ValueError("no mix-and-match results")
+    figures = mix_and_match_rows(results)
     errors = sorted({r["init_orientation_error_deg"] for r in results})
-    cells: Dict[tuple, dict] = {(r["controller"], r["grasp"], r["init_orientation_error_deg"]): r
-                                for r in results}
-    rows = sorted({(r["controller"], r["grasp"]) for r in results},
-                  key=lambda cg: (list(PAIRING_NAMES).index(cg[0]) if cg[0] in PAIRING_NAMES else 9, cg[1]))
+    cells = {(r["controller"], r["grasp"], r["init_orientation_error_deg"]): r for r in figures}
+    rows = sorted({(r["controller"], r["grasp"]) for r in results}, key=lambda cg: (_order(cg[0]), cg[1]))
     trials = sorted({len(r["trials"]) for r in results})
     head = ["Controller", "Grasp"] + [f"{h} (δθ = {e:g}°)" for e in errors
                                       for h in ("Ori. err. [deg]", "Pos. err. [cm]", "Drop [%]")]
@@ -51,30 +84,21 @@ def mix_and_match_table(results: Sequence[dict]) -> str:
         row = [PAIRING_NAMES.get(controller, controller), grasp.upper()]
         for e in errors:
             r = cells.get((controller, grasp, e))
-            row += _cell(r) if r is not None else ["", "", ""]
+            row += ([_pm_figure(r["orientation_error_deg"], 1), _pm_figure(r["position_error_cm"], 2),
+                     f"{100.0 * r['drop_rate']:.0f}"] if r is not None else ["", "", ""])
         lines.append("| " + " | ".join(row) + " |")
     lines.append(f"\nLevel 4, {'/'.join(map(str, trials))} trials per cell, simulation "
                  "(trifinger_simulation, PyBullet); errors over the trials without a drop.")
     return "\n".join(lines)
 
 
-def _name(result: dict) -> str:
-    return f"{PAIRING_NAMES.get(result['controller'], result['controller'])}-{result['grasp'].upper()}"
-
-
-def _kept(result: dict, key: str, digits: int) -> str:
-    return _pm(result["mean"].get(key), result["std"].get(key), digits)
-
-
-def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
-    """Table III: each controller with its manual parameters (``manual``: evaluation results,
-    e.g. the benchmark's ``level3`` list) and with its BO parameters (``tuned``: ``evaluate
-    --params`` results of the same level, seed and trials); R over the trials without a drop
-    (the paper's convention) and over all."""
+def bo_rows(manual: Sequence[dict], tuned: Sequence[dict]) -> List[dict]:
+    """The figures of :func:`bo_table`: per tuned result its manual row, then its BO row
+    (``bo``), each with ``cumulative_reward``, ``position_error_cm`` and
+    ``tracked_position_error_cm`` (``mean``, ``std``: over the trials without a drop),
+    ``drop_rate`` and ``cumulative_reward_all`` (over all trials)."""
     by_policy = {(r["controller"], r["grasp"]): r for r in manual}
-    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Pos. err. tracked [cm]", "Drop [%]",
-            "R over all trials"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for bo in tuned:
         base = by_policy.get((bo["controller"], bo["grasp"]))
         if base is None:
@@ -82,12 +106,50 @@ def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
         same = ("level", "seed", "seconds", "perception", "physics")
         if any(base.get(k) != bo.get(k) for k in same) or len(base["trials"]) != len(bo["trials"]):
             raise ValueError(f"{_name(bo)}: the manual and BO results are not the same trials")
-        for r, suffix in ((base, ""), (bo, " w BO")):
-            lines.append("| " + " | ".join([
-                _name(r) + suffix, _kept(r, "cumulative_reward", 0), _kept(r, "position_error_cm", 3),
-                _kept(r, "tracked_position_error_cm", 3), f"{100.0 * r['drop_rate']:.0f}",
-                f"{r['mean_all']['cumulative_reward']:.0f}"]) + " |")
+        for r, tuned_row in ((base, False), (bo, True)):
+            rows.append({"policy": _name(r) + (" w BO" if tuned_row else ""), "controller": r["controller"],
+                         "grasp": r["grasp"], "bo": tuned_row,
+                         "cumulative_reward": _kept(r, "cumulative_reward"),
+                         "position_error_cm": _kept(r, "position_error_cm"),
+                         "tracked_position_error_cm": _kept(r, "tracked_position_error_cm"),
+                         "drop_rate": r["drop_rate"],
+                         "cumulative_reward_all": r["mean_all"]["cumulative_reward"]})
+    return rows
+
+
+def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
+    """Table III: each controller with its manual parameters (``manual``: evaluation results,
+    e.g. the benchmark's ``level3`` list) and with its BO parameters (``tuned``: ``evaluate
+    --params`` results of the same level, seed and trials); R over the trials without a drop
+    (the paper's convention) and over all."""
+    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Pos. err. tracked [cm]", "Drop [%]",
+            "R over all trials"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in bo_rows(manual, tuned):
+        lines.append("| " + " | ".join([
+            r["policy"], _pm_figure(r["cumulative_reward"], 0), _pm_figure(r["position_error_cm"], 3),
+            _pm_figure(r["tracked_position_error_cm"], 3), f"{100.0 * r['drop_rate']:.0f}",
+            f"{r['cumulative_reward_all']:.0f}"]) + " |")
     return "\n".join(lines)
+
+
+#: The error columns of :func:`level_table` and their digits.
+LEVEL_FIGURES = {"position_error_cm": 3, "tracked_position_error_cm": 3, "orientation_error_deg": 1,
+                 "tracked_orientation_error_deg": 1}
+
+
+def level_rows(results: Sequence[dict]) -> List[dict]:
+    """The figures of :func:`level_table`, one dict per result: ``policy``, ``level``,
+    ``init_orientation_error_deg``, ``trials``, the true and tracked ``position_error_cm`` and
+    ``orientation_error_deg`` (``mean``, ``std``) and ``drop_rate``."""
+    rows = []
+    for r in results:
+        aligned = bool(r.get("aligned") or r.get("align"))
+        rows.append({"policy": _name(r) + (" + alignment" if aligned else ""), "controller": r["controller"],
+                     "grasp": r["grasp"], "aligned": aligned, "level": r["level"],
+                     "init_orientation_error_deg": r.get("orientation_error_deg"), "trials": len(r["trials"]),
+                     **{key: _kept(r, key) for key in LEVEL_FIGURES}, "drop_rate": r["drop_rate"]})
+    return rows
 
 
 def level_table(results: Sequence[dict]) -> str:
@@ -96,45 +158,61 @@ def level_table(results: Sequence[dict]) -> str:
     head = ["Control policy", "Level", "δθ [deg]", "Trials", "Pos. err. [cm]", "Pos. err. tracked [cm]",
             "Ori. err. [deg]", "Ori. err. tracked [deg]", "Drop [%]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in results:
-        error = r.get("orientation_error_deg")
+    for r in level_rows(results):
+        error = r["init_orientation_error_deg"]
         lines.append("| " + " | ".join([
-            _name(r) + (" + alignment" if r.get("aligned") or r.get("align") else ""), str(r["level"]),
-            "–" if error is None else f"{error:g}", str(len(r["trials"])),
-            _kept(r, "position_error_cm", 3), _kept(r, "tracked_position_error_cm", 3),
-            _kept(r, "orientation_error_deg", 1), _kept(r, "tracked_orientation_error_deg", 1),
+            r["policy"], str(r["level"]), "–" if error is None else f"{error:g}", str(r["trials"]),
+            *(_pm_figure(r[key], digits) for key, digits in LEVEL_FIGURES.items()),
             f"{100.0 * r['drop_rate']:.0f}"]) + " |")
     return "\n".join(lines)
+
+
+def rpl_rows(results: Iterable[dict]) -> List[dict]:
+    """The figures of :func:`rpl_table`: the rows of each result's ``comparison`` table
+    (``policy``, ``R_mean``, ``R_std``, ``position_error_cm_mean``, ``position_error_cm_std``,
+    ``drop_percent``)."""
+    keys = ("policy", "R_mean", "R_std", "position_error_cm_mean", "position_error_cm_std", "drop_percent")
+    return [{k: row[k] for k in keys} for result in results for row in result["comparison"]["table"]]
 
 
 def rpl_table(results: Iterable[dict]) -> str:
     """Table IV (level 3) from ``train-residual`` JSON files."""
     head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Drop [%]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for result in results:
-        for row in result["comparison"]["table"]:
-            lines.append("| " + " | ".join([
-                row["policy"], _pm(row["R_mean"], row["R_std"], 0),
-                _pm(row["position_error_cm_mean"], row["position_error_cm_std"], 3),
-                f"{row['drop_percent']:.0f}",
-            ]) + " |")
+    for row in rpl_rows(results):
+        lines.append("| " + " | ".join([
+            row["policy"], _pm(row["R_mean"], row["R_std"], 0),
+            _pm(row["position_error_cm_mean"], row["position_error_cm_std"], 3),
+            f"{row['drop_percent']:.0f}",
+        ]) + " |")
     return "\n".join(lines)
+
+
+def rpl_curve_rows(results: Iterable[dict]) -> List[dict]:
+    """The figures of :func:`rpl_curve_table`: per ``train-residual`` result its ``policy`` and
+    its ``curve``, per evaluation point the RL ``step``, R over all evaluation episodes
+    (``cumulative_reward``), ``position_error_cm`` and ``drop_rate``."""
+    return [{"policy": f"{_name(r['config'])} w RPL",
+             "curve": [{"step": p["step"], "cumulative_reward": p["mean_all"]["cumulative_reward"],
+                        "position_error_cm": p["mean_all"]["position_error_cm"], "drop_rate": p["drop_rate"]}
+                       for p in r["learning_curve"]]}
+            for r in results]
 
 
 def rpl_curve_table(results: Iterable[dict]) -> str:
     """The learning curves of ``train-residual`` JSON files: per evaluation point (RL steps) and
     controller, R over all evaluation episodes, position error [cm] and drops [%]."""
-    results = list(results)
-    steps = sorted({p["step"] for r in results for p in r["learning_curve"]})
-    head = ["RL steps"] + [f"{_name(r['config'])} w RPL: R / cm / drop %" for r in results]
+    curves = rpl_curve_rows(results)
+    steps = sorted({p["step"] for c in curves for p in c["curve"]})
+    head = ["RL steps"] + [f"{c['policy']}: R / cm / drop %" for c in curves]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for step in steps:
         cells = [f"{step:,}"]
-        for r in results:
-            point = next((p for p in r["learning_curve"] if p["step"] == step), None)
+        for c in curves:
+            point = next((p for p in c["curve"] if p["step"] == step), None)
             cells.append("–" if point is None else
-                         f"{point['mean_all']['cumulative_reward']:.0f} / "
-                         f"{point['mean_all']['position_error_cm']:.2f} / {100.0 * point['drop_rate']:.0f}")
+                         f"{point['cumulative_reward']:.0f} / "
+                         f"{point['position_error_cm']:.2f} / {100.0 * point['drop_rate']:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,14 +1,14 @@
 """The structured policies of paper 004 §IV and their registry: CPC (cpc.py, §IV-B), CIC
-(cic.py, §IV-C) and MP (mp.py, §IV-A). Any controller takes any grasp (tg, cg, og, pg: the
-mix-and-match of §VI). The modules are imported on first use, so that importing the registry
-stays cheap."""
+(cic.py, §IV-C) and MP (mp.py, §IV-A), all implementing the ``Controller`` interface of base.py.
+Any controller takes any grasp (tg, cg, og, pg: the mix-and-match of §VI). The modules are
+imported on first use, so that importing the registry stays cheap."""
 from __future__ import annotations
 
 import importlib
 import os
 from typing import Optional
 
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.params import ParameterSet
 
 # name -> (module, class, parameter set, default grasp of the paper's pairing)

@@ -92,7 +92,7 @@ import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps, pose_filter
-from trifinger_controllers.controller import CallInterval, Controller
+from trifinger_controllers.controllers.base import CallInterval, Controller
 from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_selection
 from trifinger_controllers.controllers.grasp_planner import DEFAULT_LATENCY, GraspPlanner
 from trifinger_controllers.controllers.stamped_history import StampedHistory

@@ -75,7 +75,7 @@ import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
 from trifinger_controllers import grasps
-from trifinger_controllers.controller import CallInterval, Controller
+from trifinger_controllers.controllers.base import CallInterval, Controller
 from trifinger_controllers.controllers.grasp_phases import (
     GraspSelection,
     GraspSpec,

@@ -64,7 +64,7 @@ import numpy as np
 
 from trifinger_controllers import cube
 from trifinger_controllers import grasps as grasp_lib
-from trifinger_controllers.controller import Controller
+from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.controllers.grasp_planner import GraspPlanner
 from trifinger_controllers.grasps import Grasp
 from trifinger_controllers.kinematics import FingerKinematics

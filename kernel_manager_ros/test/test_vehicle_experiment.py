@@ -93,7 +93,7 @@ def test_bad_input():
     out = subprocess.run([sys.executable, SCRIPT, "--missions", "0"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == ["error: --missions must be at least 1, got 0"]
+    assert out.stderr.strip().splitlines() == ["vehicle-experiment: error: --missions must be at least 1, got 0"]
 
 
 def test_weights_and_track_distance():

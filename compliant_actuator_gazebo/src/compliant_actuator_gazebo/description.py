@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 import compliant_actuator_gazebo as cag
+from compliant_actuator_gazebo.errors import CompliantError
 
 PLUGIN_FILENAME = "libcompliant_actuator_plugin.so"
 REQUIRED_TAGS = ("joint", "actuator", "operationMode")
@@ -27,8 +28,9 @@ ROTARY_TYPES = ("revolute", "continuous")   # a compliant actuator drives a rota
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*$")
 
 
-class DescriptionError(ValueError):
-    """A robot description the simulation cannot run; the message is one line."""
+class DescriptionError(CompliantError):
+    """A robot description the simulation cannot run; the message is one line. A ValueError
+    (through :class:`CompliantError`)."""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import yaml
 from sim2real_checks.errors import Rejected
 
 from compliant_actuator_gazebo.bounds import JointBounds
+from compliant_actuator_gazebo.errors import CompliantError
 
 # Per operation mode (paper 003 §3.1 / §3.2): input fed by reference_1, input fed by reference_2
 # (None: the second array is ignored in that mode).
@@ -54,8 +55,9 @@ OUTPUTS: dict[str, str] = {"robot_state": "link_state", "motor_1_state": "motor_
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")   # one ROS graph-name segment
 
 
-class LayoutError(ValueError):
-    """The manager layout (YAML file or parameters) is unusable; the message is one line."""
+class LayoutError(CompliantError):
+    """The manager layout (YAML file or parameters) is unusable; the message is one line. A
+    ValueError (through :class:`CompliantError`)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import yaml
+from sim2real_checks.outputs import plain
 
 from diffnea_ros.errors import ConsistencyError, DiffneaError, UrdfError
 
@@ -175,19 +176,6 @@ def export_urdf(urdf_text: str, links: Mapping[str, LinkInertial],
             + "\n")
 
 
-def _plain(value: Any) -> Any:
-    """``value`` with NumPy scalars/arrays and tuples turned into plain Python for YAML."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def export_yaml(links: Mapping[str, LinkInertial],
                 damping: Optional[Mapping[str, float]] = None,
                 friction: Optional[Mapping[str, Sequence[float]]] = None,
@@ -230,7 +218,7 @@ def export_yaml(links: Mapping[str, LinkInertial],
             values[j] = [_number(p, f"{k} of joint {j}") for k, p in zip(FRICTION_KEYS, phi)]
         out["friction"] = {k: [values[j][i] for j in joints] for i, k in enumerate(FRICTION_KEYS)}
     if metadata:
-        out["metadata"] = _plain(metadata)
+        out["metadata"] = plain(metadata)
     return yaml.safe_dump(out, sort_keys=False, default_flow_style=None, width=100)
 
 

@@ -1,5 +1,5 @@
 """The one exception kernel_manager_ros raises on purpose; its message is one line meant for a
-person (the tools print it as ``error: ...`` and exit with code 2)."""
+person (the tools print it as ``PROG: error: ...`` and exit with code 2)."""
 
 
 class KernelError(ValueError):

@@ -30,6 +30,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import yaml
+from sim2real_checks.outputs import plain
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.kernel import Kernel, KernelSet
@@ -38,19 +39,6 @@ from kernel_manager_ros.transfer import LinearTransfer, SensorTransfer
 
 FORMAT = "kernel_manager_ros/kernels"
 VERSION = 1
-
-
-def _plain(value: Any) -> Any:
-    """NumPy scalars and arrays as plain Python (YAML-safe) values."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def kernel_set_to_dict(kernel_set: KernelSet) -> dict[str, Any]:
@@ -70,7 +58,7 @@ def kernel_set_to_dict(kernel_set: KernelSet) -> dict[str, Any]:
             "action_names": list(kernel_set.action_names),
             "weights": kernel_set.weights.tolist(),
             "activation_threshold": float(kernel_set.activation_threshold),
-            "metadata": _plain(kernel_set.metadata), "kernels": kernels}
+            "metadata": plain(kernel_set.metadata), "kernels": kernels}
 
 
 def save_kernels(path: Union[str, os.PathLike], kernel_set: KernelSet) -> None:

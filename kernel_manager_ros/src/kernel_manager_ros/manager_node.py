@@ -39,7 +39,7 @@ from sim2real_checks.errors import Rejected
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.node_runner import run_node
+from sim2real_checks.node import run_node
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
 from kernel_manager_ros.msg import ActiveKernel
@@ -205,5 +205,5 @@ class KernelManagerNode:
 
 
 def main() -> None:
-    node = run_node("kernel_manager", KernelManagerNode, lambda _: rospy.spin())
+    node = run_node("kernel_manager", KernelManagerNode, errors=(KernelError,))
     rospy.loginfo(f"{rospy.get_name()}: {node.steps} steps, {node.applied} kernel applications")

@@ -25,7 +25,8 @@ from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.config_files import config_path
-from kernel_manager_ros.node_runner import run_node
+from kernel_manager_ros.errors import KernelError
+from sim2real_checks.node import run_node
 from kernel_manager_ros.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
@@ -124,4 +125,4 @@ class MissionNode:
 
 
 def main() -> None:
-    run_node("mission", MissionNode, MissionNode.spin)
+    run_node("mission", MissionNode, MissionNode.spin, errors=(KernelError,))

@@ -30,7 +30,7 @@ from sim2real_checks.errors import Rejected
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.node_runner import run_node
+from sim2real_checks.node import run_node
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle_checks import VehicleBounds, check_command, check_set_state
 from kernel_manager_ros.vehicle_messages import attitude_message, gps_messages, to_time
@@ -141,4 +141,4 @@ class VehicleSimNode:
 
 
 def main() -> None:
-    run_node("vehicle_sim", VehicleSimNode, VehicleSimNode.spin)
+    run_node("vehicle_sim", VehicleSimNode, VehicleSimNode.spin, errors=(KernelError,))

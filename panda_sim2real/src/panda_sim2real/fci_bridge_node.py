@@ -34,7 +34,7 @@ from panda_sim2real.errors import ConfigError, RobotError, PandaError, Trajector
 from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
-from panda_sim2real.node_runner import run_node
+from sim2real_checks.node import run_node
 from panda_sim2real.preflight import MCL_CURRENT, MCL_FUTURE
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
@@ -188,4 +188,4 @@ def main() -> None:
     # libfranka's control thread runs the tick callback in Python: hand it the interpreter
     # within 0.2 ms rather than the default 5 ms while the publisher thread serialises.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    run_node("fci_bridge", FciBridgeNode, FciBridgeNode.spin, FciBridgeNode.close)
+    run_node("fci_bridge", FciBridgeNode, FciBridgeNode.spin, FciBridgeNode.close, errors=(PandaError,))

@@ -24,10 +24,10 @@ from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.joint_state import JointStateLayout
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
-from panda_sim2real.errors import TrajectoryRejected
+from panda_sim2real.errors import PandaError, TrajectoryRejected
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
-from panda_sim2real.node_runner import run_node
+from sim2real_checks.node import run_node
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.trajectory import PlannedTrajectory
 from panda_sim2real.ros_conversions import joint_state_msg, joint_trajectory_msg, trajectory_from_msg
@@ -70,4 +70,4 @@ class FrankaRosRelay:
 
 
 def main() -> None:
-    run_node("franka_ros_relay", FrankaRosRelay, lambda relay: rospy.spin())
+    run_node("franka_ros_relay", FrankaRosRelay, errors=(PandaError,))

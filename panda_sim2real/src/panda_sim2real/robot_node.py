@@ -33,7 +33,7 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.joint_state import JointStateSpec, check_joint_state
 
 from panda_sim2real.errors import PandaError, TrajectoryRejected
-from panda_sim2real.node_runner import run_node
+from sim2real_checks.node import run_node
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.robot import JointMeasurement
@@ -185,4 +185,4 @@ class RobotNode:
 def main(node_name: str, config_param: str, default_config: str) -> None:
     """Entry point of the robot nodes: one clear line and exit 1 on a bad config or URDF."""
     run_node(node_name, lambda: RobotNode(config_param, default_config), RobotNode.spin,
-             RobotNode.close)
+             RobotNode.close, errors=(PandaError,))

@@ -17,7 +17,6 @@ with NaN/Inf is published (counted and logged the same way).
 """
 from __future__ import annotations
 
-import gc
 import threading
 import time
 import warnings
@@ -29,6 +28,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger, TriggerResponse
 
 from panda_sim2real.errors import PandaError
+from sim2real_checks.node import run_node
 from panda_sim2real.limits import JointLimits
 from realeasy_ros.networks import REALTIME
 from realeasy_ros.model import load_model
@@ -162,18 +162,5 @@ class ResidualPublisherNode:
 
 
 def main() -> None:
-    rospy.init_node("residual_publisher")
-    node: Optional[ResidualPublisherNode] = None
-    try:
-        node = ResidualPublisherNode()
-    except PandaError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    # Objects made at start-up live as long as the node: keep them out of the collector's scans,
-    # so its pauses stay short on the 1 kHz path.
-    gc.collect()
-    gc.freeze()
-    try:
-        node.spin()
-    except rospy.ROSInterruptException:
-        pass
+    run_node("residual_publisher", ResidualPublisherNode, ResidualPublisherNode.spin, errors=(PandaError,),
+             freeze_gc=True)

@@ -42,7 +42,6 @@ controller raises, the node commands zero torque for that period and logs the er
 from __future__ import annotations
 
 import collections
-import gc
 import os
 import threading
 import time
@@ -56,6 +55,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import node_guard
+from sim2real_checks.node import run_node
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
@@ -341,17 +341,5 @@ class ControllerNode:
 
 def main(name: str) -> None:
     """Entry point of the controller nodes: ``name`` is cpc, cic or mp."""
-    rospy.init_node(f"{name}_controller")
-    try:
-        node = ControllerNode(name)
-    except ConfigurationError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {' '.join(str(exc).split())}")
-        raise SystemExit(1) from None
-    # Objects made at start-up live as long as the node: keep them out of the collector's scans
-    # (short pauses on the 1 kHz path).
-    gc.collect()
-    gc.freeze()
-    try:
-        node.spin()
-    except rospy.ROSInterruptException:
-        pass
+    run_node(f"{name}_controller", lambda: ControllerNode(name), ControllerNode.spin,
+             errors=(ConfigurationError,), freeze_gc=True)

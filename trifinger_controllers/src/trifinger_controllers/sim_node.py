@@ -90,6 +90,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.errors import Rejected
+from sim2real_checks.node import run_node
 from std_msgs.msg import String
 
 from trifinger_controllers import message_checks as mc
@@ -478,15 +479,4 @@ class EpisodeTracker:
 
 def main() -> None:
     """Entry point of ``trifinger_sim``: one [FATAL] line and exit 1 on a bad parameter."""
-    rospy.init_node("trifinger_sim")
-    try:
-        node = SimNode()
-    except ConfigurationError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {' '.join(str(exc).split())}")
-        raise SystemExit(1) from None
-    try:
-        node.spin()
-    except rospy.ROSInterruptException:
-        pass
-    finally:
-        node.close()
+    run_node("trifinger_sim", SimNode, SimNode.spin, SimNode.close, errors=(ConfigurationError,))

@@ -1,0 +1,42 @@
+"""The start-up every sim2real node shares (CONTRIBUTING.md, "Nodes"): init, build the node
+from its parameters (the package's error stops it with one [FATAL] line and exit status 1),
+spin until shutdown, then close what it holds (physics, a robot connection)."""
+from __future__ import annotations
+
+import gc
+from typing import Callable, TypeVar
+
+import rospy
+
+NodeT = TypeVar("NodeT")
+
+
+def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None] = lambda node: rospy.spin(),
+             close: Callable[[NodeT], None] = lambda node: None,
+             errors: tuple[type[Exception], ...] = (), freeze_gc: bool = False) -> NodeT:
+    """``rospy.init_node(name)`` (a SIGINT while it runs: a quiet exit 0), ``node = make()``
+    (one of ``errors``: one [FATAL] line, exit 1), ``spin(node)``, ``close(node)``; returns the
+    node after shutdown. ``freeze_gc``: move the objects made at start-up out of the garbage
+    collector's scans (short pauses on a 1 kHz path)."""
+    try:
+        rospy.init_node(name)
+    except rospy.ROSInitException:
+        if rospy.core.is_shutdown_requested():
+            raise SystemExit(0) from None
+        raise
+    try:
+        node = make()
+    except errors as exc:
+        rospy.logfatal(f"{rospy.get_name()}: {' '.join(str(exc).split())}")
+        raise SystemExit(1) from None
+    if freeze_gc:
+        gc.collect()
+        gc.freeze()
+    try:
+        spin(node)
+    except rospy.ROSException:     # interrupted, or a publish raced the shutdown's closing
+        if not rospy.core.is_shutdown_requested():
+            raise
+    finally:
+        close(node)
+    return node

@@ -3,10 +3,9 @@ argument errors with exit status 2, --json optional, --quiet with its old name -
 the package's one base error (errors.py)."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from sim2real_checks.tool_testing import check_argument_error, check_help, run_tool
 
 from trifinger_controllers import errors, grasps
 
@@ -17,17 +16,12 @@ PROGRESS = ("bo-validate", "evaluate", "optimize", "train-residual")
 
 
 def tool(name, *args, cwd=None, timeout=120):
-    return subprocess.run([sys.executable, os.path.join(SCRIPTS, name), *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=timeout)
+    return run_tool(os.path.join(SCRIPTS, name), *args, cwd=cwd, timeout=timeout)
 
 
 @pytest.mark.parametrize("name", TOOLS)
 def test_help_lists_the_common_flags(name):
-    done = tool(name, "--help")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"usage: {name} ") and "--json PATH" in done.stdout
-    assert ("--quiet" in done.stdout) == (name in PROGRESS)
-    assert "--no-progress" not in done.stdout       # the old name works, undocumented
+    check_help(os.path.join(SCRIPTS, name), name, quiet=name in PROGRESS)
 
 
 #: Each tool's required arguments (OUT: a file in a folder that does not exist yet).
@@ -41,14 +35,10 @@ REQUIRED = {"alignment-success": [], "tables": [],
 @pytest.mark.parametrize("name", TOOLS)
 def test_a_bad_argument_is_one_line_and_exit_status_2(name, tmp_path):
     required = [str(tmp_path / "new" / "out") if a == "OUT" else a for a in REQUIRED[name]]
-    done = tool(name, *required, "--no-such-flag")
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"{name}: error: unrecognized arguments: --no-such-flag")
-    assert done.stdout == "" and os.listdir(tmp_path) == []            # nothing created
-    missing = tool(name, "--trials", "x") if name in ("alignment-success", "evaluate") else None
-    if missing is not None:   # a bad value: the same one line
-        assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+    check_argument_error(os.path.join(SCRIPTS, name), name, [*required, "--no-such-flag"], str(tmp_path),
+                         "unrecognized arguments: --no-such-flag")
+    if name in ("alignment-success", "evaluate"):   # a bad value: the same one line
+        check_argument_error(os.path.join(SCRIPTS, name), name, ["--trials", "x"], str(tmp_path))
 
 
 def test_evaluate_without_json_prints_the_summary_and_writes_nothing(tmp_path):

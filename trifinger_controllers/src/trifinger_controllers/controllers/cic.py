@@ -1,86 +1,17 @@
 """Cartesian impedance controller, CIC (paper 004 §IV-C), at 100 Hz.
 
-Control law (§IV-C). Per finger i the command is the superposition ``tau_i = sum_j tau_j,i`` of
+Per finger the command is ``tau = tau_1 + tau_2 + tau_3 + tau_4 + g(q)`` (§IV-C): the impedance
+law ``tau_1`` about the reference ``x^_r = x_r + K1 (x_g - x_c)``, the grasp force ``tau_2`` along
+the inward normals, ``tau_3`` cancelling its resultant, and ``tau_4`` for the orientation moment
+``Omega = K3 phi r_phi``. Additions needed in simulation with the tracker's 10 Hz, delayed and
+noisy poses, each behind its parameter: ``isotropic_impedance``, ``moment_cancellation``,
+``weight_feedforward``, the moving sub-goal x_g (``goal_speed``, ``max_lead``,
+``delay_compensation``), the camera integral with anti-windup (``integral_gain``,
+:func:`without_windup`) and the floor band (:meth:`CartesianImpedanceController.seen_position`).
 
-* ``tau_1,i = M_i(q) J_i^-1 xdd_i``, the impedance law: the desired tip acceleration
-  ``xdd_i = M_d^-1 (K x~_i - D xd_i)`` of a mass-spring-damper on the error ``x~_i = x^_r,i - x_i``
-  between the tip and its reference inside the cube, the reference perturbed by the goal,
-  ``x^_r = x_r + K1 (x_g - x_c)`` (Pfanne et al. [50]). ``M_i(q)`` is finger i's block of the
-  joint-space inertia. ``M J^-1 = J^T Lambda`` (Lambda the tip's operational-space inertia), so
-  with ``M_d = I`` a tip presses with ``Lambda(q) K x~``, and Lambda's eigenvalues differ ~10x on
-  the TriFinger: a finger can barely press along its contact normal (measured: CG's lone finger
-  let go). ``isotropic_impedance`` (default) shapes the desired inertia like the finger's own,
-  ``M_d = Lambda(q) / ISOTROPIC_MASS``, which leaves ``tau_1 = ISOTROPIC_MASS J^T (K x~ - D xd)``,
-  the same stiffness in every direction (:func:`impedance_torques`). The paper zeroes D against
-  the camera's noise; our D acts on the tip velocity from the joint encoders, not on the camera,
-  and keeps the 100 Hz loop with held torques from ringing (``damping``; 0 is the paper's).
-* ``tau_2,i = J_i^T F_2,i``, ``F_2,i = K2 d_i`` along the grasp's inward normal ``d_i``.
-* ``tau_3`` cancelling their resultant ``F_res = sum_i F_2,i``: a solution of the underdetermined
-  ``-F_res = [J_1^-T, J_2^-T, J_3^-T] [tau_3,1; tau_3,2; tau_3,3]``; of the least-squares
-  solutions, the one whose tip forces load the contacts least tangentially
-  (:func:`resultant_cancelling_forces`; why not the minimum-torque one: there).
-* ``tau_4`` for the moment ``Omega`` in the quasi-static model ``Omega = sum_i S(r_i) F_4,i``:
-  the solution of ``Omega = [S(r_1) J_1^-T, S(r_2) J_2^-T, S(r_3) J_3^-T] tau_4`` with the
-  smallest tip forces and zero resultant (:func:`moment_torques`). ``Omega = K3 phi r_phi``
-  (§IV-C; rotation error as axis ``r_phi`` and angle ``phi``) minus the moment that all other
-  terms exert on the cube (``moment_cancellation``, an addition: CG's two opposite fingers are a
-  free pivot, and any moment of the other terms about it tipped the cube out of the grasp).
-  Levers ``r_i``: from the cube's centre to the contact points, not unit vectors as in the
-  paper, so that Omega is a moment [N m].
-* gravity compensation ``g(q)`` of the fingers, plus the cube's weight carried by the tips with
-  zero moment about its centre (:func:`grasp_pseudo_inverse`; ``weight_feedforward``).
-
-The reference position ``x_r`` (§VI optimises "gains and reference position x_r"): per finger,
-``reference_depth`` behind its contact point along the inward normal (the spring preload squeezes
-the cube, like the RRC code's per-finger grasp offsets), raised by ``reference_height``; the
-contacts on side faces sit ``contact_height`` above the face centres (the cube then hangs from
-its contacts instead of balancing on them). When the grasp has closed, the references move to
-where the tips came to rest, keeping only the press along the normals (no tangential tension).
-
-Additions to the paper, needed in simulation with the camera's 10 Hz and 90-190 ms delay (each
-has its parameter; measured without them: drops or oscillation):
-
-* ``x_g`` is a sub-goal moving from where the cube was grasped, first up by ``lift_height``, then
-  straight to the goal, at ``goal_speed``, waiting while the last image shows the cube more than
-  ``max_lead`` behind it; ``x_c`` is the last image moved on by the commanded motion since it was
-  taken (``delay_compensation``); with ``K1 = 1`` the references then follow x_g rigidly;
-* ``integral_gain``: the error between x_g at an image's time and the observed cube, integrated
-  into ``x^_r`` once per image (clipped at ``integral_limit``), removes the offset between where
-  the grasp holds the cube and where it is (sag, slip): the final error goes to ~0; it does not
-  grow in the directions that load a finger already at its torque limit (anti-windup,
-  :func:`without_windup`: measured, an integral winding up against a saturated finger at a goal
-  the fingers could not reach loaded that finger until the cube dropped; holding the whole
-  integral instead stalled carries in which one finger saturated from the start); near the
-  floor the pose filter's snapped estimate only bounds the height, so x_g's height within that
-  band counts as seen (:meth:`seen_position`; taking the resting height, a goal 2 mm above the
-  floor wound the height integral up by 13 mm, the tips slid up the cube and it dropped);
-* orientation: levels 1-3 ignore it, and the references keep the orientation the cube was
-  grasped with; tau_4's ``phi`` is measured from the fingertips (their rotation since the grasp
-  closed, no camera delay: the camera-delayed orientation made this loop oscillate); optionally
-  (``slip_correction`` > 0, off by default: it did not change the remaining failures) corrected
-  by a complementary filter with the camera, image-time matched, for the cube turning in the
-  grasp. Level 4: the references' orientation is a sub-goal turning from the grasp's orientation
-  to the goal's at ``turn_speed``, and tau_4 turns the cube towards it (turning the references
-  with the camera's delayed orientation fed the delay back: the cube turned away and dropped);
-  the CG assignment is the one needing the least torque to hold the cube at the goal (with the
-  first reachable one, the fingers saturated there and dropped it). Not tuned further: the
-  cube usually keeps most of its initial orientation error (the issue's level-4 target is for
-  the best controller).
-
-Phases (simulated time): ABOVE and BESIDE (tips to points ``approach_clearance`` outside the
-contacts, first ``approach_height`` above them and clear of the cube, along waypoints moving at
-``approach_speed``, tracked by tau_1 with ``approach_stiffness``), CLOSE (references inside the
-cube, squeeze ramped up over ``close_time``, tips kept at their height), MOVE (the full law). If
-on two images in a row fewer than two fingertips are within ``REGRASP_DISTANCE`` of the observed
-cube, the cube is lost: the tips RETREAT and the grasp starts again for the new pose (retried
-while no grasp is feasible). The grasp is chosen off the 100 Hz control call
-(grasp_planner.py): ``reset`` plans and waits; a re-grasp asks for a plan for the cube as seen
-when the RETREAT ends and the tips hold their retreat targets, off the cube and above it, until
-the plan is taken.
-
-The grasp is any of grasps.py's (mix and match, §VI): CG by default (CIC-CG, §IV-C), TG, OG or
-PG, given by name, as a Grasp, or as a callable ``observation -> Grasp``. Results are simulation
-results (trifinger_simulation, PyBullet).
+Phases: ABOVE, BESIDE, CLOSE, MOVE, and RETREAT with a re-grasp when the cube is lost; grasps are
+planned off the control call (grasp_planner.py). The derivation, the reasons for each addition
+and the measurements behind them: README.md, "How the controllers work". Simulation results.
 """
 from __future__ import annotations
 

@@ -1,68 +1,17 @@
 """Cartesian position controller, CPC (paper 004 §IV-B), at 200 Hz.
 
-Control law (§IV-B). The joint space of each finger is reduced to the Cartesian position of its
-tip, ``x_i = f(q_i)``, ``J_i = dx_i/dq_i``. A PID on the tip position error ``e_i = x*_i - x_i``
-gives a Cartesian command ``u_i = K_p(t) e_i + K_i int e_i + K_d (xd*_i - xd_i)`` that the
-damped pseudo-inverse maps to joint torques, plus gravity compensation:
+A PID on each fingertip's position error through the damped pseudo-inverse, with the exponential
+gain schedule of §IV-B and gravity compensation::
 
-    tau_i = J_i^T (J_i J_i^T + lambda I)^-1 u_i + g_i(q)            (§IV-B)
+    tau_i = J_i^T (J_i J_i^T + lambda I)^-1 (K_p(t) e_i + K_i int e_i + K_d ed_i) + g_i(q)
 
-(so the gains act like joint stiffness/damping: ``J^+ K_p e ~ K_p dq``). ``K_p(t)`` follows the
-exponential gain scheduling of §IV-B ([46]): from ``kp`` it grows by ``gain_growth`` every
-``gain_interval`` seconds of the current primitive, clipped at ``kp_max``, which gives the extra
-force that keeps the motors moving against static friction.
-
-The grip comes from the position targets, as in the RRC code's push of the tips towards the
-cube: while closing and holding, each tip's target lies ``press_depth * s_i`` inside the cube,
-``s_i`` the grasp's squeeze directions (internal forces with zero resultant force and moment,
-inside the friction cones, largest 1; grasps.squeeze_directions), so the PID squeezes the cube
-with most of the fingers' torque once the gain has grown. While the cube is held, the fingers'
-share of its weight ``w m g`` (``weight_feedforward`` = w) is fed forward, ``J_i^T f_i``,
-distributed without a moment about the cube's centre (grasps.weight_support_forces; an addition
-to the paper). (Tried and dropped: a J^T grip force limited to the torque the weakest finger can
-give: balanced, but too weak far from the centre, where the cube then slips out over a 30 s
-episode.)
-
-Targets (the motion primitives of §IV-B, phases on simulated time):
-
-1. ABOVE: the tips go to points ``approach_clearance`` outside the grasp contacts and
-   ``approach_height`` above the cube's top (cube pose as observed, 10 Hz, delayed);
-2. BESIDE: down to the contacts' height, still outside;
-3. CLOSE: onto the contacts and ``press_depth`` into the cube (see the grip above), the weight
-   feed-forward ramping up over the first half of ``grasp_time``;
-4. MOVE: the targets are the grasp points transformed by the desired cube motion: the cube
-   reference moves at ``speed`` up by ``lift_height`` and then straight to the goal
-   (level 4: also turning to the goal orientation), ``x*_i = c_cmd + R_ref (p_i + d s_i)``
-   with ``p_i`` the tip centre touching contact i and ``d`` = press_depth;
-5. HOLD: the reference stays at the goal.
-
-Feedback from the camera (10 Hz, ~90 ms delay): with each new image, the error between the
-reference at the image's time stamp and the observed cube is integrated into a correction of the
-commanded cube position, ``c_cmd = c_ref + kappa``, ``kappa += cube_gain * T_camera * error``
-(and likewise the orientation error against the path's orientation, at every level: the cube
-must not tilt in the grasp). This removes the offset between where the tips hold
-the cube and where it is (sag under its weight, slip) without feeding the delayed pose back
-into the fast loop. If fewer than two fingertips, at the time an image was taken, were within
-``REGRASP_DISTANCE`` of the surface of the cube as imaged, on two images in a row, the cube has
-been lost: the tips RETREAT outwards and upwards and the controller grasps again from ABOVE with
-a grasp chosen for the new pose.
-
-Grasp selection (the grasp, its squeeze directions, an LP, and the goal turn below, 1-10 ms) never
-runs in the 200 Hz control call: ``reset`` plans and waits; a re-grasp asks
-:class:`~trifinger_controllers.controllers.grasp_planner.GraspPlanner` for a plan for the cube as
-seen when the RETREAT ends, and the tips hold their retreat targets (off the cube and above it)
-until the plan is taken (grasp_planner.py: ``DEFAULT_LATENCY`` later in deterministic runs, when
-it arrives on the robot).
-
-Goal orientation: levels 1-3 ignore the orientation, so the controller may turn the cube about
-the vertical on the way (an addition to the paper): if holding the cube at the goal with the
-grasped orientation would need more than ``GOAL_YAW_TORQUE`` on some joint (gravity, weight and
-a ``NOMINAL_GRIP`` squeeze, fingers placed by IK), it turns the cube by the smallest yaw (up to
-``MAX_GOAL_YAW``) that needs less. Far from the centre some TG grasps would otherwise leave a
-finger pushing sideways with its weak base joint. Level 4 turns to the goal orientation.
-
-The grasp is any of grasps.py's (mix and match, §VI): TG by default (CPC-TG, §IV-B), CG, OG or
-PG, given by name, as a Grasp, or as a callable ``observation -> Grasp``.
+The motion primitives ABOVE, BESIDE, CLOSE, MOVE, HOLD (and RETREAT with a re-grasp when the cube
+is lost) move the targets; the grip comes from targets ``press_depth`` inside the cube along the
+grasp's squeeze directions. Additions to the paper, each behind its parameter: the weight
+feed-forward (``weight_feedforward``), the camera integral (``cube_gain``) and the yaw at levels
+1-3 that keeps a finger off its weak base joint at far goals (``GOAL_YAW_TORQUE``). Grasps are
+planned off the control call (grasp_planner.py). Details and the measurements behind them:
+README.md, "How the controllers work". Simulation results.
 """
 from __future__ import annotations
 

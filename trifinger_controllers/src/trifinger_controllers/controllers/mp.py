@@ -1,55 +1,13 @@
 """Grasp and motion planning controller, MP (paper 004 §IV-A), at 500 Hz.
 
-At :meth:`~MotionPlanningController.reset` the controller selects a grasp and plans a path of the
-cube from its observed pose to the goal "under the constraint that the grasp is maintained"
-(:mod:`trifinger_controllers.rrt`, RRT-Connect in the cube's task space with the fingers' joint
-positions by IK):
-
-* PG (planned grasp): the heuristic candidates first (:func:`grasps.heuristic_candidates`:
-  centre-of-three and opposite-faces grasps, all finger/face permutations; those reachable at the
-  start and the goal first), one planning attempt each within the time budget
-  ``planning_time``; "in the unlikely event that none of those heuristic grasps admits a path to
-  the goal", random force-closure grasps (:func:`grasps.sample_force_closure_grasps`);
-* any other grasp (TG, CG, OG, a :class:`~trifinger_controllers.grasps.Grasp` or a callable
-  returning one): a plan with that grasp (§VI: "when the MP controller is paired with a grasp
-  strategy other than PG, a motion plan is generated using that grasp"), planned without the
-  planner's collision checks if it has no plan with them.
-
-The goal is a region: at levels 1-3 the goal position with any yaw of the cube (the reward
-ignores the orientation; turning the cube lets the fingers reach goals near the arena's edge),
-at level 4 the goal orientation first, then orientations part of the way to it ("the planner may
-have only found a point near the goal for which the grasp is valid", §VII). Goals on the floor
-are raised by ``lift_height`` so that the cube is carried, not dragged. Every attempt's
-wall-clock planning time is kept in :attr:`MotionPlanningController.planning_attempts`.
-
-The plan is executed "by following the waypoints for all fingers using a PD position controller
-without requiring any further cube pose estimates": a joint-space reference ``q_ref(t)``, linear
-between the waypoints (spaced by the planner's resolution, timed at ``path_speed``), tracked by
-
-    tau = K_p (q_ref - q) - K_d qdot + g(q) + J^T f_w,
-
-with ``g(q)`` the fingers' gravity compensation and ``f_w`` a share of the cube's weight per
-fingertip (``cube_weight``). The waypoints' joint positions put the fingertips ``squeeze``
-inside the faces, so that the PD presses the cube. Phases: approach (tips up, over and beside the
-contacts, then closing), follow (the plan), then correct: "to account for errors such as
-slippage or an inaccurate final pose, we iteratively append waypoints to the plan in a straight
-line path from the current object position to the goal position": each appended segment moves
-the commanded cube position by ``correction_gain`` times the observed error (and turns the
-commanded orientation by the same fraction of the observed tilt, which keeps the cube from
-turning in the grasp), within ``correction_duration``, once a camera pose taken after the
-previous segment has arrived. If the observed cube leaves the fingers (drop), the controller
-opens the hand, re-plans from the observed pose and grasps again (at most ``MAX_REGRASPS``
-times: "another round of planning", §VII).
-
-Planning never runs in the 500 Hz control call (grasp_planner.py, shared with CPC and CIC): the
-grasp selection, the path, and the approach's joint positions (IK) are :class:`MpPlanning`, a
-function of the observation it is given; ``reset`` plans and waits, a re-plan is asked for when
-the hand has opened, for the cube as seen then, and the hand stays open until the plan is taken
-(``PLAN_LATENCY`` later in deterministic runs, when it arrives on the robot).
-
-Hyperparameters (:data:`MP_PARAMETERS`, with the intervals BO searches): §VI "MP: hyperparameters
-that control the speed of movement to the goal location on the planned path" (``path_speed``,
-``correction_gain``, ``correction_duration``) plus the PD gains, the squeeze and the phase times.
+``reset`` selects a grasp (PG: the heuristic candidates, then random force-closure grasps) and
+plans the cube's path to the goal with the grasp maintained (rrt.py, RRT-Connect in task space,
+the fingers by IK); the plan is followed by a joint PD with gravity compensation and a share of
+the cube's weight, ``tau = K_p (q_ref - q) - K_d qdot + g(q) + J^T f_w`` (§IV-A), then corrected
+by appended straight segments from the observed pose (``correction_gain``,
+``correction_duration``); a drop re-plans (at most ``MAX_REGRASPS``). Planning never runs in the
+control call (grasp_planner.py). Details: README.md, "How the controllers work". Simulation
+results.
 """
 from __future__ import annotations
 

@@ -84,10 +84,10 @@ def vehicle_histories(missions: int, seed: int):
     """(H_sim, H_phy, spec): the delivery vehicle's design and deployment (the simulation with the
     unexpected ramp) histories, paper 001 §4, as the generation benchmark's input."""
     from kernel_manager_ros.config_files import config_path
-    from kernel_manager_ros.mission import MissionConfig
     from kernel_manager_ros.state_spec import StateSpec
-    from kernel_manager_ros.vehicle_model import VehicleConfig
-    from kernel_manager_ros.vehicle_run import run_missions
+    from kernel_manager_ros.vehicle.mission import MissionConfig
+    from kernel_manager_ros.vehicle.model import VehicleConfig
+    from kernel_manager_ros.vehicle.run import run_missions
     spec = StateSpec.from_yaml(config_path("vehicle_topics.yaml"))
     mission = MissionConfig.from_yaml(config_path("mission.yaml"))
     runs = [run_missions(VehicleConfig.from_yaml(config_path(name)), mission, spec, missions, seed)

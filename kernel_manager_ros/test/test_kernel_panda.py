@@ -1,5 +1,6 @@
-"""Kernels applied to the Panda (panda.py): histories from a small panda_sim2real pair bag, the
-manager applied through SimulatedRobot.set_state, the experiment's JSON, bad input."""
+"""Kernels applied to the Panda (panda.py, experiments/panda.py): histories from a small
+panda_sim2real pair bag, the manager applied through SimulatedRobot.set_state, the experiment's
+JSON, bad input."""
 import dataclasses
 import importlib.machinery
 import importlib.util
@@ -14,9 +15,9 @@ from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.generation import GenerationConfig
 from kernel_manager_ros.kernel import Kernel, KernelSet
 from kernel_manager_ros.manager import KernelManager
-from kernel_manager_ros.panda import (PANDA_TOPICS, PandaExperiment, PandaLayout, histories,
-                                      read_pair_trajectories, remap_namespace, replay,
-                                      run_experiment)
+from kernel_manager_ros.experiments.panda import PandaExperiment, run_experiment
+from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, histories, read_pair_trajectories,
+                                      remap_namespace, replay)
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.transfer import LinearTransfer, SensorTransfer
 

@@ -16,10 +16,10 @@ from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.msg import VehicleCommand
 from kernel_manager_ros.state_spec import Channel, StateSpec
-from kernel_manager_ros.vehicle_checks import (
+from kernel_manager_ros.vehicle.checks import (
     FUTURE_STAMP_LIMIT, VehicleBounds, check_command, check_sensor, check_set_state)
-from kernel_manager_ros.vehicle_messages import reset_message, vehicle_state_message
-from kernel_manager_ros.vehicle_model import VehicleConfig
+from kernel_manager_ros.vehicle.messages import reset_message, vehicle_state_message
+from kernel_manager_ros.vehicle.model import VehicleConfig
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "config")
 BOUNDS = VehicleBounds.of(VehicleConfig.from_yaml(os.path.join(CONFIG,

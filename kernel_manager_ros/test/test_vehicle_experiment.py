@@ -15,10 +15,10 @@ from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.kernel import Kernel, KernelSet
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.transfer import LinearTransfer
-from kernel_manager_ros.vehicle_experiment import (
+from kernel_manager_ros.experiments.vehicle import (
     ExperimentConfig, KernelHook, run_experiment, track_distance, weighted_spec)
-from kernel_manager_ros.vehicle_model import VehicleConfig, VehicleModel
-from kernel_manager_ros.vehicle_run import StepContext
+from kernel_manager_ros.vehicle.model import VehicleConfig, VehicleModel
+from kernel_manager_ros.vehicle.run import StepContext
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "scripts", "vehicle-experiment")
 KEYS = {"atr_design", "atr_deploy", "atr_kernels", "gap_closure", "atr_redesign_kernels",

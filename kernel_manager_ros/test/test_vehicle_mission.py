@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.mission import (
+from kernel_manager_ros.vehicle.mission import (
     Goal, MissionConfig, MissionProgram, Observation, PerfMonitor, average_total_reward)
 from kernel_manager_ros.state_spec import StateSpec
-from kernel_manager_ros.vehicle_model import VehicleConfig
-from kernel_manager_ros.vehicle_run import run_missions
+from kernel_manager_ros.vehicle.model import VehicleConfig
+from kernel_manager_ros.vehicle.run import run_missions
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "config")
 MISSION = MissionConfig.from_yaml(os.path.join(CONFIG, "mission.yaml"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.vehicle_model import (
+from kernel_manager_ros.vehicle.model import (
     Ramp, SensorParams, VehicleConfig, VehicleModel, VehicleParams)
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "config")

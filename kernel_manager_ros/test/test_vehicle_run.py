@@ -9,11 +9,11 @@ import rosbag
 
 from kernel_manager_ros.bag_history import read_history
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.mission import MissionConfig
+from kernel_manager_ros.vehicle.mission import MissionConfig
 from kernel_manager_ros.state_spec import StateSpec
-from kernel_manager_ros.vehicle_messages import GPS_TOPIC, PITCH_TOPIC, SensorFields
-from kernel_manager_ros.vehicle_model import VehicleConfig
-from kernel_manager_ros.vehicle_run import SensorOverride, run_missions, write_bag
+from kernel_manager_ros.vehicle.messages import GPS_TOPIC, PITCH_TOPIC, SensorFields
+from kernel_manager_ros.vehicle.model import VehicleConfig
+from kernel_manager_ros.vehicle.run import SensorOverride, run_missions, write_bag
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "config")
 MISSION = MissionConfig.from_yaml(os.path.join(CONFIG, "mission.yaml"))

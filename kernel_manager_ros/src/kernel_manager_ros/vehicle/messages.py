@@ -23,10 +23,10 @@ from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.mission import Command, Observation
+from kernel_manager_ros.vehicle.mission import Command, Observation
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.state_spec import FieldPath, StateSpec
-from kernel_manager_ros.vehicle_model import AttitudeReading, GpsFix, SensorReadings
+from kernel_manager_ros.vehicle.model import AttitudeReading, GpsFix, SensorReadings
 
 GPS_TOPIC = "/vehicle/gps"
 GPS_VEL_TOPIC = "/vehicle/gps_vel"

@@ -9,7 +9,7 @@ mission start (a start pose drawn as in §4).
 Parameters: ``~config`` (mission YAML), ``~missions`` (0 = forever), ``~gap`` (s between
 missions), ``~seed``, ``~use_kernel_topics``, ``~pitch_speed_gain`` (overrides the config's, for
 a redesigned program). A sensor message that is not finite, leaves the vehicle's physical range
-or is stamped far after the node's clock (vehicle_checks.check_sensor) is dropped with one error
+or is stamped far after the node's clock (checks.check_sensor) is dropped with one error
 line per topic, reason and second; every output goes through the guard's publish-side check; the
 guard's counters are on ``/diagnostics`` at 1 Hz.
 """
@@ -27,11 +27,11 @@ from std_msgs.msg import Float64
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
 from sim2real_checks.node import run_node
-from kernel_manager_ros.mission import (
+from kernel_manager_ros.vehicle.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
-from kernel_manager_ros.vehicle_checks import check_sensor
-from kernel_manager_ros.vehicle_messages import (
+from kernel_manager_ros.vehicle.checks import check_sensor
+from kernel_manager_ros.vehicle.messages import (
     CMD_TOPIC, GPS_TOPIC, GPS_VEL_TOPIC, PERF_TOPIC, PITCH_TOPIC, SENSOR_TOPICS, SET_STATE_TOPIC,
     command_message, observation, perf_message, reset_message)
 

@@ -30,14 +30,14 @@ from tqdm import tqdm
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.history import Episode, History
-from kernel_manager_ros.mission import (
+from kernel_manager_ros.vehicle.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.state_spec import StateSpec
-from kernel_manager_ros.vehicle_messages import (
+from kernel_manager_ros.vehicle.messages import (
     CMD_TOPIC, GPS_TOPIC, GPS_VEL_TOPIC, PERF_TOPIC, PITCH_TOPIC, attitude_message,
     command_message, gps_messages, observation, perf_message, sensor_messages, sensor_stamps,
     state_vector, to_time, with_state)
-from kernel_manager_ros.vehicle_model import VehicleConfig, VehicleModel
+from kernel_manager_ros.vehicle.model import VehicleConfig, VehicleModel
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.finite import require_finite
 from sim2real_checks.stamps import check_not_ahead
 
-from kernel_manager_ros.mission import Command
+from kernel_manager_ros.vehicle.mission import Command
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
-from kernel_manager_ros.vehicle_messages import yaw_and_speed
-from kernel_manager_ros.vehicle_model import WORLD_HALF_SIZE, VehicleParams
+from kernel_manager_ros.vehicle.messages import yaw_and_speed
+from kernel_manager_ros.vehicle.model import WORLD_HALF_SIZE, VehicleParams
 
 YAW_LIMIT = 2.0 * math.pi
 """|yaw| a set-state may give [rad]: an angle in [-pi, pi) or [0, 2 pi) (the model wraps it)."""

@@ -6,7 +6,7 @@ JSON label says so.
 
 Stages (``run_experiment``; seeds derived from one ``seed``, so a run is deterministic):
   a. Design: N missions of the original program in the design simulation (20 Hz GPS, no ramp),
-     recorded to a rosbag (``vehicle_run.write_bag``): H_sim (eq. 4).
+     recorded to a rosbag (``vehicle.run.write_bag``): H_sim (eq. 4).
   b. Deploy: N missions in the deployment (the same simulation with the ramp), recorded: H_phy.
   c. Kernels (Algorithm 1, ``generate_kernels``) from the two bags, read back with
      ``bag_history.read_history`` (the bag path is exercised). Refinement rounds (our extension,
@@ -67,17 +67,17 @@ from kernel_manager_ros.kernel import KernelSet
 from kernel_manager_ros.kernel_file import save_kernels
 from kernel_manager_ros.manager import KernelManager
 from kernel_manager_ros.config_files import config_path
-from kernel_manager_ros.mission import MissionConfig
+from kernel_manager_ros.vehicle.mission import MissionConfig
 from kernel_manager_ros.state_spec import StateSpec
-from kernel_manager_ros.vehicle_messages import SensorFields
-from kernel_manager_ros.vehicle_model import Ramp, VehicleConfig
-from kernel_manager_ros.vehicle_run import (
+from kernel_manager_ros.vehicle.messages import SensorFields
+from kernel_manager_ros.vehicle.model import Ramp, VehicleConfig
+from kernel_manager_ros.vehicle.run import (
     RunResult, SensorOverride, StepContext, run_missions, write_bag)
 
 LABEL = ("deployment = our vehicle simulation with an unexpected ramp (and, in the sensor case, "
          "a 1 Hz GPS), not a real robot")
 DEPLOY_NAME = "Deploy (simulated)"
-# Missions are separated by 2 s without messages (vehicle_run.run_missions' mission_gap); the
+# Missions are separated by 2 s without messages (vehicle.run.run_missions' mission_gap); the
 # control period is 0.1 s: a gap of 1 s splits the bags into missions.
 EPISODE_GAP = 1.0
 

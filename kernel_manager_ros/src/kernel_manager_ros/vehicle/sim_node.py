@@ -11,7 +11,7 @@ Parameters: ``~config`` (vehicle YAML), ``~gps_rate`` (Hz, overrides the config)
 ``~publish_clock`` (be the clock source: publish /clock at the physics rate, paced by
 ``~real_time_factor``, 0 = as fast as possible); otherwise the simulation follows ROS time.
 A command or set-state that is not finite or leaves the model's physical bounds
-(vehicle_checks.py: top speed, steering limit, the 1000 m world, ...) is dropped with one error
+(vehicle/checks.py: top speed, steering limit, the 1000 m world, ...) is dropped with one error
 line per topic, reason and second; every output goes through the guard's publish-side check; the
 guard's counters are on ``/diagnostics`` at 1 Hz.
 """
@@ -32,9 +32,9 @@ from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
 from sim2real_checks.node import run_node
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
-from kernel_manager_ros.vehicle_checks import VehicleBounds, check_command, check_set_state
-from kernel_manager_ros.vehicle_messages import attitude_message, gps_messages, to_time
-from kernel_manager_ros.vehicle_model import GpsFix, VehicleConfig, VehicleModel
+from kernel_manager_ros.vehicle.checks import VehicleBounds, check_command, check_set_state
+from kernel_manager_ros.vehicle.messages import attitude_message, gps_messages, to_time
+from kernel_manager_ros.vehicle.model import GpsFix, VehicleConfig, VehicleModel
 
 DEFAULT_CONFIG = "vehicle_design.yaml"
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.state_spec import config_section, read_yaml
-from kernel_manager_ros.vehicle_model import wrap_angle
+from kernel_manager_ros.vehicle.model import wrap_angle
 
 
 @dataclass(frozen=True)

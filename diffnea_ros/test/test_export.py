@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from diffnea_ros.errors import ConsistencyError, DiffneaError, UrdfError
-from diffnea_ros.export import export_urdf, export_yaml, write_text_atomic
+from diffnea_ros.export import export_urdf, export_yaml, write_identified, write_text_atomic
 from diffnea_ros.urdf import load_robot
 
 IIWA = os.path.join(pybullet_data.getDataPath(), "kuka_iiwa/model.urdf")
@@ -185,6 +185,28 @@ def test_write_text_atomic(tmp_path):
     assert path.read_text() == "second" and os.listdir(tmp_path) == ["out.urdf"]
     with pytest.raises(DiffneaError, match="cannot write"):
         write_text_atomic(str(tmp_path / "no" / "dir.urdf"), "x")
+
+
+def test_write_identified_is_the_two_exports_at_checked_paths(tmp_path):
+    """The writer of `identify` and the node: export_urdf + export_yaml, byte for byte."""
+    links, damping = {"l1": (2.0, np.zeros(3), np.eye(3))}, {"a": 0.1, "b": 0.2}
+    friction = {"a": (1, 2, 3), "b": (4, 5, 6)}
+    urdf, yaml_path = write_identified(str(tmp_path / "m.urdf"), None, SMALL, links, damping, friction,
+                                       {"source": "test"})
+    assert (urdf, yaml_path) == (str(tmp_path / "m.urdf"), str(tmp_path / "m.yaml"))
+    assert (tmp_path / "m.urdf").read_text() == export_urdf(SMALL, links, damping)
+    assert (tmp_path / "m.yaml").read_text() == export_yaml(links, damping, friction, {"source": "test"})
+    # bad paths: one line, nothing written; make_folders creates both folders
+    for path, expected in (("m.yaml", "must end in .urdf"), (str(tmp_path / "no" / "m.urdf"), "does not exist")):
+        with pytest.raises(DiffneaError, match=expected):
+            write_identified(path, None, SMALL, links, damping)
+    with pytest.raises(DiffneaError, match="does not exist"):
+        write_identified(str(tmp_path / "n.urdf"), str(tmp_path / "no" / "n.yaml"), SMALL, links, damping)
+    assert sorted(os.listdir(tmp_path)) == ["m.urdf", "m.yaml"]
+    written = write_identified(str(tmp_path / "a" / "m.urdf"), str(tmp_path / "b" / "p.yaml"), SMALL, links,
+                               damping, make_folders=True)
+    assert written == (str(tmp_path / "a" / "m.urdf"), str(tmp_path / "b" / "p.yaml"))
+    assert (tmp_path / "b" / "p.yaml").read_text() == export_yaml(links, damping)
 
 
 def test_joints_not_named_get_no_dynamics_element():

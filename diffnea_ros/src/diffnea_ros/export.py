@@ -1,6 +1,6 @@
 """Writing identified dynamics parameters back out: a copy of the URDF with new inertials and
 joint dynamics (for the simulator, closing the loop of paper 002's system identification), and
-a YAML summary.
+a YAML summary; :func:`write_identified` writes both, for the ``identify`` tool and the node.
 
 Numbers are written with ``repr`` precision, so parsing them back gives exactly the same
 float64 values. Inertials are written about the centre of mass in link-frame axes (origin
@@ -243,3 +243,33 @@ def write_text_atomic(path: str, text: str) -> None:
         except OSError:
             pass
         raise DiffneaError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_identified(urdf_path: str, yaml_path: Optional[str], urdf_text: str,
+                     links: Mapping[str, LinkInertial], damping: Mapping[str, float],
+                     friction: Optional[Mapping[str, Sequence[float]]] = None,
+                     metadata: Optional[Mapping[str, Any]] = None,
+                     make_folders: bool = False) -> tuple[str, str]:
+    """An identified model: ``urdf_text`` with the learnt ``links`` and ``damping``
+    (:func:`export_urdf`) at ``urdf_path`` and the parameters (:func:`export_yaml`) at
+    ``yaml_path`` (None: beside the URDF, .yaml), each atomically. Relative paths are resolved
+    against the working directory. Returns the two absolute paths; :class:`DiffneaError` (one
+    line, nothing written) for a path not ending in .urdf or, unless ``make_folders``, a folder
+    that does not exist."""
+    if not urdf_path.endswith(".urdf"):
+        beside = " (the YAML is written beside it with .yaml)" if yaml_path is None else ""
+        raise DiffneaError(f"URDF path {urdf_path!r} must end in .urdf{beside}")
+    urdf_path = os.path.abspath(os.path.expanduser(urdf_path))
+    yaml_path = (urdf_path[:-len(".urdf")] + ".yaml" if yaml_path is None
+                 else os.path.abspath(os.path.expanduser(yaml_path)))
+    for path in (urdf_path, yaml_path):
+        folder = os.path.dirname(path)
+        if make_folders:
+            os.makedirs(folder, exist_ok=True)
+        elif not os.path.isdir(folder):
+            raise DiffneaError(f"cannot write {path}: directory {folder} does not exist")
+    urdf = export_urdf(urdf_text, links, damping)
+    text = export_yaml(links, damping, friction, metadata)
+    write_text_atomic(urdf_path, urdf)
+    write_text_atomic(yaml_path, text)
+    return urdf_path, yaml_path

@@ -44,6 +44,7 @@ from panda_sim2real.errors import Sim2RealError
 from panda_sim2real.limits import JointLimits
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.joint_state import JointBounds
+from sim2real_checks.node import run_node
 
 PARAMS_TOPIC = "/diffnea/identified_params"
 EFFORT_TOPIC = "/diffnea/predicted_effort"
@@ -197,12 +198,5 @@ class IdentifierNode:
 
 
 def main() -> None:
-    rospy.init_node("identifier")
     torch.set_num_threads(1)   # one core for training; the callbacks need the other
-    try:
-        node = IdentifierNode()
-    except DiffneaError as exc:
-        rospy.logfatal(f"{rospy.get_name()}: {exc}")
-        raise SystemExit(1) from None
-    rospy.on_shutdown(node.shutdown)
-    rospy.spin()
+    run_node("identifier", IdentifierNode, close=IdentifierNode.shutdown, errors=(DiffneaError,))

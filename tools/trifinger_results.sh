@@ -36,7 +36,7 @@ case "${1:-}" in
     done ;;
   rpl)
     for c in ${2:-mp cpc cic}; do
-      rosrun trifinger_controllers train-residual --controller "$c" --level 3 --steps 500000 --seed 0 \
+      rosrun trifinger_controllers train-rpl --controller "$c" --level 3 --steps 500000 --seed 0 \
         --train-freq 8 --eval-every 50000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --quiet \
         --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
     done ;;

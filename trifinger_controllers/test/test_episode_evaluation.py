@@ -200,7 +200,8 @@ def test_cli_writes_the_result(tmp_path):
     (["--params", "MISSING"], "--params file not found"),
     (["--params", "BAD_KEY"], "unknown parameter 'gian'"),
     (["--params", "OUT_OF_RANGE"], r"gain: 9 outside its interval [0, 5]"),
-    (["--residual", "MISSING"], "--residual file not found"),
+    (["--rpl-policy", "MISSING"], "--rpl-policy file not found"),
+    (["--residual", "MISSING"], "--rpl-policy file not found"),   # the old name, one release
     (["--level", "4", "--goal", "0,0,0.08,0.3826834,0,0,0.9238795", "--init-orientation-error", "10"],
      "impossible"),
 ])

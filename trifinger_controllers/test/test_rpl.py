@@ -1,6 +1,6 @@
-"""Residual policy learning (rpl_policy.py, rpl_training.py, scripts/train-residual): env spaces and reward, bounded
+"""Residual policy learning (rpl_policy.py, rpl_training.py, scripts/train-rpl): env spaces and reward, bounded
 residuals, train/deploy consistency, the policy file (round trip, refusals, no code execution), a
-tiny SAC run and `evaluate --residual`."""
+tiny SAC run and `evaluate --rpl-policy`."""
 import json
 import os
 import pickle
@@ -258,8 +258,8 @@ def test_evaluate_with_residual(tiny_policy, tmp_path):
     result_file = tmp_path / "eval.json"
     proc = subprocess.run(
         [sys.executable, os.path.join(SCRIPTS, "evaluate"), "--controller", "mp", "--grasp", "pg",
-         "--level", "3", "--trials", "1", "--seconds", "1", "--residual", out, "--json", str(result_file),
-         "--no-progress"], capture_output=True, text=True, timeout=120)
+         "--level", "3", "--trials", "1", "--seconds", "1", "--rpl-policy", out, "--json", str(result_file),
+         "--quiet"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(result_file.read_text())
     assert result["controller"] == "mp+rpl" and result["residual"] == out
@@ -272,8 +272,9 @@ def test_evaluate_with_residual(tiny_policy, tmp_path):
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_train_residual_bad_input(tmp_path):
-    script = os.path.join(SCRIPTS, "train-residual")
+@pytest.mark.parametrize("name", ["train-rpl", "train-residual"])   # train-residual: the old name
+def test_train_rpl_bad_input(tmp_path, name):
+    script = os.path.join(SCRIPTS, name)
     (tmp_path / "a_file").write_text("a file, not a folder")
     for args, message in ((["--controller", "xx"], "invalid choice"),
                           (["--controller", "mp", "--steps", "0"], "--steps must be >= 1"),
@@ -284,7 +285,7 @@ def test_train_residual_bad_input(tmp_path):
                               [sys.executable, script, *args, "--json", str(tmp_path / "o.json")],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("train-residual: error: ")
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("train-rpl: error: ")
 
 
 def test_runtime_module_needs_neither_gymnasium_nor_sb3():

@@ -10,9 +10,9 @@ from sim2real_checks.tool_testing import check_argument_error, check_help, run_t
 from trifinger_controllers import errors, grasps
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts")
-TOOLS = ("alignment-success", "bo-validate", "evaluate", "optimize", "tables", "train-residual")
+TOOLS = ("alignment-success", "bo-validate", "evaluate", "optimize", "tables", "train-rpl")
 #: The tools with progress output take --quiet (and --no-progress); the others do not.
-PROGRESS = ("bo-validate", "evaluate", "optimize", "train-residual")
+PROGRESS = ("bo-validate", "evaluate", "optimize", "train-rpl")
 
 
 def tool(name, *args, cwd=None, timeout=120):
@@ -29,7 +29,7 @@ REQUIRED = {"alignment-success": [], "tables": [],
             "bo-validate": ["--bo", "search.json", "--out", "OUT"],
             "evaluate": ["--controller", "cpc", "--grasp", "tg", "--level", "3"],
             "optimize": ["--controller", "mp", "--level", "3", "--iterations", "1", "--episodes", "1", "--out", "OUT"],
-            "train-residual": ["--controller", "mp", "--steps", "1", "--out", "OUT"]}
+            "train-rpl": ["--controller", "mp", "--steps", "1", "--out", "OUT"]}
 
 
 @pytest.mark.parametrize("name", TOOLS)

@@ -27,8 +27,9 @@ asked for, as the in-process evaluation does (the run stays deterministic and eq
 
 Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG, MP-PG),
 ``~level`` (the RRC level the simulator runs, 1-4, default 3: grasp choice and goal terms),
-``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~residual`` (optional
-residual policy file of rpl_policy.py, applied on top of the controller), ``~align`` (false; true:
+``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~rpl_policy`` (optional
+residual policy file of rpl_policy.py, applied on top of the controller; ``~residual`` is its old
+name), ``~align`` (false; true:
 the alignment primitives of aligned.py chained before the policy when the cube's orientation is
 far from the goal's, as ``evaluate --align``), ``~lock_step_wait`` (2 s).
 A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
@@ -78,7 +79,7 @@ def build_controller(name: str, grasp: str, level: int, params_path: str,
     ``params_path`` (empty: the defaults), with ``residual_path`` a residual policy on top, and
     with ``align`` the alignment primitives chained before it (aligned.py, as ``evaluate
     --align``); ConfigurationError (one line) for anything unusable."""
-    for label, path in (("~params", params_path), ("~residual", residual_path)):
+    for label, path in (("~params", params_path), ("~rpl_policy", residual_path)):
         if path and not os.path.isfile(path):
             raise ConfigurationError(f"{label} file not found: {path}")
     try:
@@ -91,7 +92,7 @@ def build_controller(name: str, grasp: str, level: int, params_path: str,
             from trifinger_controllers.aligned import AlignedController
             controller = AlignedController(controller)
     except ImportError as exc:
-        raise ConfigurationError(f"~residual / ~align: cannot import what they need: {exc}") from None
+        raise ConfigurationError(f"~rpl_policy / ~align: cannot import what they need: {exc}") from None
     except (ValueError, KeyError, OSError) as exc:
         raise ConfigurationError(str(exc)) from None
     if not isinstance(controller, Controller) or not controller.rate_hz > 0:
@@ -168,7 +169,7 @@ class ControllerNode:
             raise ConfigurationError(f"~lock_step_wait must be > 0, got {self.wait}")
         self.controller = build_controller(name, self.grasp, self.level,
                                            str(rospy.get_param("~params", "")),
-                                           str(rospy.get_param("~residual", "")),
+                                           str(rospy.get_param("~rpl_policy", rospy.get_param("~residual", ""))),
                                            _flag("align", False))
         self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))
         self.stats = ComputeStats()

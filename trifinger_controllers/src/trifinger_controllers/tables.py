@@ -9,7 +9,7 @@
 * :func:`level_table`: the level-3 and level-4 rows of the targets (errors on the ground truth
   and as the object tracker sees them);
 * :func:`rpl_table`, Table IV: each controller with and without its residual policy (from
-  ``train-residual --json``'s ``comparison``);
+  ``train-rpl --json``'s ``comparison``);
 * :func:`rpl_curve_table` and :func:`plot_rpl_curves`: the learning curves of the residual
   policies (evaluation reward R vs RL steps).
 
@@ -176,7 +176,7 @@ def rpl_rows(results: Iterable[dict]) -> List[dict]:
 
 
 def rpl_table(results: Iterable[dict]) -> str:
-    """Table IV (level 3) from ``train-residual`` JSON files."""
+    """Table IV (level 3) from ``train-rpl`` JSON files."""
     head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Drop [%]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rpl_rows(results):
@@ -189,7 +189,7 @@ def rpl_table(results: Iterable[dict]) -> str:
 
 
 def rpl_curve_rows(results: Iterable[dict]) -> List[dict]:
-    """The figures of :func:`rpl_curve_table`: per ``train-residual`` result its ``policy`` and
+    """The figures of :func:`rpl_curve_table`: per ``train-rpl`` result its ``policy`` and
     its ``curve``, per evaluation point the RL ``step``, R over all evaluation episodes
     (``cumulative_reward``), ``position_error_cm`` and ``drop_rate``."""
     return [{"policy": f"{_name(r['config'])} w RPL",
@@ -200,7 +200,7 @@ def rpl_curve_rows(results: Iterable[dict]) -> List[dict]:
 
 
 def rpl_curve_table(results: Iterable[dict]) -> str:
-    """The learning curves of ``train-residual`` JSON files: per evaluation point (RL steps) and
+    """The learning curves of ``train-rpl`` JSON files: per evaluation point (RL steps) and
     controller, R over all evaluation episodes, position error [cm] and drops [%]."""
     curves = rpl_curve_rows(results)
     steps = sorted({p["step"] for c in curves for p in c["curve"]})
@@ -218,7 +218,7 @@ def rpl_curve_table(results: Iterable[dict]) -> str:
 
 
 def plot_rpl_curves(results: Iterable[dict], path: str) -> None:
-    """Evaluation reward R vs RL steps of each ``train-residual`` result (step 0: the base
+    """Evaluation reward R vs RL steps of each ``train-rpl`` result (step 0: the base
     controller alone, the residual's mean head starting at zero), written to ``path`` (PNG)."""
     import matplotlib
     matplotlib.use("Agg")

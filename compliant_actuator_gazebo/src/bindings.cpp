@@ -20,6 +20,7 @@
 #include "compliant_actuator_gazebo/motor.hpp"
 #include "compliant_actuator_gazebo/one_dof.hpp"
 #include "compliant_actuator_gazebo/pid.hpp"
+#include "compliant_actuator_gazebo/plugin_block.hpp"
 #include "compliant_actuator_gazebo/template_actuator.hpp"
 
 namespace py = pybind11;
@@ -540,6 +541,41 @@ PYBIND11_MODULE(_core, m) {
   m.def("make_joint_params", &make_joint_params, py::arg("mode"),
         py::arg("params") = std::map<std::string, double>{},
         "JointParams by mode and parameter dict; ValueError for bad mode/name/value.");
+
+  // ---------------------------------------------------------------- plugin block
+  py::class_<BlockTag>(m, "BlockTag", "One child element of a plugin block: name, text, "
+                                      "has_children (the XML reader's view of it).")
+      .def(py::init([](std::string name, std::string text, bool has_children) {
+             return BlockTag{std::move(name), std::move(text), has_children};
+           }),
+           py::arg("name"), py::arg("text") = "", py::arg("has_children") = false)
+      .def_readwrite("name", &BlockTag::name)
+      .def_readwrite("text", &BlockTag::text)
+      .def_readwrite("has_children", &BlockTag::has_children)
+      .def("__repr__", [](const BlockTag& t) {
+        return "BlockTag(" + py::repr(py::str(t.name)).cast<std::string>() + ", " +
+               py::repr(py::str(t.text)).cast<std::string>() +
+               (t.has_children ? ", has_children=True)" : ")");
+      });
+  py::class_<PluginSettings>(m, "PluginSettings",
+                             "A valid plugin block (parse_plugin_block): joint, actuator_type, "
+                             "mode, robot_namespace, actuator_params, joint_params, and the "
+                             "actuator and JointParams built from them.")
+      .def_readonly("joint", &PluginSettings::joint)
+      .def_readonly("actuator_type", &PluginSettings::actuator_type)
+      .def_readonly("mode", &PluginSettings::mode)
+      .def_readonly("robot_namespace", &PluginSettings::robot_namespace)
+      .def_readonly("actuator_params", &PluginSettings::actuator_params)
+      .def_readonly("joint_params", &PluginSettings::joint_params)
+      .def_readonly("actuator", &PluginSettings::actuator)
+      .def_readonly("params", &PluginSettings::params);
+  m.def("parse_plugin_block", &parse_plugin_block, py::arg("tags"),
+        py::arg("default_namespace"), py::arg("check_joint") = nullptr,
+        py::arg("where") = "plugin",
+        "The one parser of plugin blocks, shared with the Gazebo plugin: a list of BlockTag, "
+        "the namespace when the block gives none, check_joint(name) -> '' or why the joint "
+        "cannot carry the actuator (None: no check), where (prefix of the messages) -> "
+        "PluginSettings; ValueError (one line) for the first problem.");
 
   // ---------------------------------------------------------------- 1-DoF plant
   bind_struct<OneDofLink>(m, "OneDofLink",

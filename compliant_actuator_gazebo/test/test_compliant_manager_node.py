@@ -6,6 +6,7 @@ per-joint LinkState/MotorState messages. It needs the master of rostest, so pyte
 (`__test__ = False`); run it with `rostest compliant_actuator_gazebo compliant_manager.test`.
 """
 import math
+import subprocess
 import sys
 import threading
 import time
@@ -245,6 +246,24 @@ class CompliantManagerNode(unittest.TestCase):
             self.assertLess(abs(got - rate), 0.1 * rate,
                             f"frames at {frame_rate:g} Hz, {burst} at a time: robot_state "
                             f"{got:.1f} Hz, ~publish_rate {rate:g} Hz")
+
+    def test_5_startup_errors_are_one_fatal_line(self):
+        """A bad layout or parameter: one [FATAL] line naming it, exit status 1."""
+        layout = ["_robot:=testbot", "_joints:=[{name: j0, mode: 0}]"]
+        cases = [([*layout, "_publish_rate:=0"], "~publish_rate must be a positive number of Hz"),
+                 ([*layout, "_publish_rate:=often"], "got 'often'"),
+                 (["_config:=/nonexistent/manager.yaml"], "manager config not found"),
+                 (["_robot:=testbot", "_joints:=[{name: j0, mode: 9}]"], "'mode' must be an integer"),
+                 ([*layout, "_robot_description:=<robot/>"], "<robot> has no name attribute")]
+        for i, (args, expected) in enumerate(cases):
+            done = subprocess.run(["rosrun", "compliant_actuator_gazebo", "compliant_manager",
+                                   f"__name:=bad_manager_{i}", *args],
+                                  capture_output=True, text=True, timeout=60)
+            fatal = [line for line in done.stderr.splitlines() if "[FATAL]" in line]
+            self.assertEqual(done.returncode, 1, f"{args}: {done.stderr}")
+            self.assertEqual(len(fatal), 1, f"{args}: {done.stderr}")
+            self.assertIn(f"/bad_manager_{i}: ", fatal[0])
+            self.assertIn(expected, fatal[0])
 
 
 if __name__ == "__main__":

@@ -11,10 +11,12 @@ torque balance says, computed here independently of the core:
   mode 4  motor_1/2_command > 0 turn both motors forward: the link follows.
 Then external_torque deflects joint_m3 by tau / (stiffness + m g l cos q), NaN/Inf inputs are
 rejected (error on /rosout naming joint and topic, the joint holds, the node keeps publishing,
-a later valid value is taken), and an out-of-domain preset is clamped with a warning.
+a later valid value is taken), and an out-of-domain preset is clamped with a warning. Bad
+parameters stop a second compliant_sim at start-up with one [FATAL] line and exit status 1.
 Needs the master of rostest, so pytest does not collect it (`__test__ = False`).
 """
 import math
+import subprocess
 import sys
 import threading
 import time
@@ -202,6 +204,23 @@ class TestCompliantSimModes(unittest.TestCase):
         time.sleep(1.0)
         s = self.listener.state("joint_m3")
         self.assertTrue(math.isfinite(s.position) and abs(s.position - 0.2) < 0.3, s)
+
+    def test_startup_errors_are_one_fatal_line(self):
+        """A bad parameter or description: one [FATAL] line naming it, exit status 1."""
+        cases = [(["_physics_rate:=0"], "~physics_rate must be a finite number > 0"),
+                 (["_initial_positions:={nope: 0.1}"], "~initial_positions: unknown or fixed joints"),
+                 (["_initial_inputs:={joint_m3: 0.2}"], "~initial_inputs[joint_m3] must be a mapping"),
+                 (["_initial_inputs:={joint_m3: {preset: 0.2}}"], "unknown inputs ['preset']"),
+                 (["_robot_description:=<robot"], "robot description: not well-formed XML")]
+        for i, (args, expected) in enumerate(cases):
+            done = subprocess.run(["rosrun", "compliant_actuator_gazebo", "compliant_sim",
+                                   f"__name:=bad_sim_{i}", *args],
+                                  capture_output=True, text=True, timeout=60)
+            fatal = [line for line in done.stderr.splitlines() if "[FATAL]" in line]
+            self.assertEqual(done.returncode, 1, f"{args}: {done.stderr}")
+            self.assertEqual(len(fatal), 1, f"{args}: {done.stderr}")
+            self.assertIn(f"/bad_sim_{i}: ", fatal[0])
+            self.assertIn(expected, fatal[0])
 
 
 if __name__ == "__main__":

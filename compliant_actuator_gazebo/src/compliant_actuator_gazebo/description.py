@@ -6,14 +6,15 @@ actuator model (reference sheet: sea | qbmove | bavs | awas), its operation mode
 ``<robotNamespace>`` (default: the robot's name) and any model or joint parameter by the names of
 the core's factory. :func:`parse_description` turns the text into a :class:`RobotDescription`
 whose :class:`JointSpec` entries hold the actuator and joint parameters already built by
-``make_actuator`` / ``make_joint_params``: values are validated once, by the core, and every bad
+``make_actuator`` / ``make_joint_params``. Each block goes through the core's
+``parse_plugin_block`` (plugin_block.hpp), the parser the Gazebo plugin calls on the same block,
+so both accept and refuse the same blocks with the same one-line messages; every bad
 description raises a one-line :class:`DescriptionError`.
 """
 from __future__ import annotations
 
 import math
 import os
-import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
@@ -22,10 +23,7 @@ import compliant_actuator_gazebo as cag
 from compliant_actuator_gazebo.errors import CompliantError
 
 PLUGIN_FILENAME = "libcompliant_actuator_plugin.so"
-REQUIRED_TAGS = ("joint", "actuator", "operationMode")
-RESERVED_TAGS = frozenset(REQUIRED_TAGS + ("robotNamespace",))
 ROTARY_TYPES = ("revolute", "continuous")   # a compliant actuator drives a rotation
-_NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*$")
 
 
 class DescriptionError(CompliantError):
@@ -205,77 +203,30 @@ def _limit_attr(element: Optional[ET.Element], attr: str, what: str,
     return value if signed or value > 0.0 else None
 
 
+def joint_problem(joints: Mapping[str, UrdfJoint], name: str) -> str:
+    """Why the URDF joint ``name`` cannot carry a compliant actuator ("" if it can): the
+    embedded simulation's joint check of ``cag.parse_plugin_block`` (the Gazebo plugin checks
+    its model's joint)."""
+    if name not in joints:
+        return f"the URDF has no joint {name!r}"
+    if joints[name].type not in ROTARY_TYPES:
+        return (f"joint type is {joints[name].type!r}; a compliant actuator drives a revolute "
+                f"or continuous joint")
+    return ""
+
+
 def _joint_spec(plugin: ET.Element, robot: str, joints: Mapping[str, UrdfJoint],
                 where: str) -> JointSpec:
-    tags: dict[str, str] = {}
-    for child in plugin:
-        if not isinstance(child.tag, str):   # comments / processing instructions
-            continue
-        if child.tag in tags:
-            raise DescriptionError(f"{where}: <{child.tag}> is given twice")
-        if len(child):
-            raise DescriptionError(f"{where}: <{child.tag}> must hold a value, not elements")
-        tags[child.tag] = (child.text or "").strip()
-    for tag in REQUIRED_TAGS:
-        if not tags.get(tag):
-            raise DescriptionError(f"{where}: missing required element <{tag}>")
-    joint, actuator_type = tags["joint"], tags["actuator"]
-    where = f"{where} (joint {joint!r})"
-    if joint not in joints:
-        raise DescriptionError(f"{where}: the URDF has no joint {joint!r}")
-    if joints[joint].type not in ROTARY_TYPES:
-        raise DescriptionError(f"{where}: joint type is {joints[joint].type!r}; a compliant "
-                               f"actuator drives a revolute or continuous joint")
-    if actuator_type not in cag.actuator_types():
-        raise DescriptionError(f"{where}: unknown actuator {actuator_type!r} "
-                               f"(known: {', '.join(cag.actuator_types())})")
+    """One plugin block through the core's parser, the Gazebo plugin's too
+    (``cag.parse_plugin_block``, plugin_block.hpp); the joint is checked against the URDF."""
+    tags = [cag.BlockTag(child.tag, child.text or "", len(child) > 0)
+            for child in plugin if isinstance(child.tag, str)]   # not comments / PIs
     try:
-        mode = int(tags["operationMode"])
-    except ValueError:
-        mode = -1
-    if not 0 <= mode <= 6:
-        raise DescriptionError(f"{where}: <operationMode> must be an integer 0..6, "
-                               f"got {tags['operationMode']!r}")
-    namespace = tags.get("robotNamespace", "").strip("/") or robot
-    if not _NAMESPACE.match(namespace):
-        raise DescriptionError(f"{where}: <robotNamespace> {namespace!r} is not a valid ROS name")
-
-    model_names = set(cag.actuator_parameter_names(actuator_type))
-    other_models = {n for t in cag.actuator_types() for n in cag.actuator_parameter_names(t)}
-    actuator_params: dict[str, float] = {}
-    joint_params: dict[str, float] = {}
-    for tag, text in tags.items():
-        if tag in RESERVED_TAGS:
-            continue
-        try:
-            value = float(text)
-        except ValueError:
-            raise DescriptionError(f"{where}: parameter <{tag}> is not a number: {text!r}") from None
-        if tag in other_models - model_names:
-            raise DescriptionError(f"{where}: <{tag}> is not a parameter of the {actuator_type} "
-                                   f"model (its parameters: {', '.join(sorted(model_names))})")
-        (actuator_params if tag in model_names else joint_params)[tag] = value
-    actuator = _build(lambda p: cag.make_actuator(actuator_type, p), actuator_params, where)
-    params = _build(lambda p: cag.make_joint_params(mode, p), joint_params, where)
-    return JointSpec(plugin=plugin.get("name", ""), joint=joint, actuator_type=actuator_type,
-                     mode=mode, namespace=namespace, actuator_params=actuator_params,
-                     joint_params=joint_params, actuator=actuator, params=params)
-
-
-def _build(factory, values: Mapping[str, float], where: str):
-    """``factory(values)``; a ValueError of the core becomes a DescriptionError naming the tag
-    that fails on its own (or the core's message alone for a combination of values)."""
-    try:
-        return factory(dict(values))
+        block = cag.parse_plugin_block(tags, robot, lambda name: joint_problem(joints, name), where)
     except ValueError as exc:
-        message = _one_line(exc)
-    for tag, value in values.items():
-        try:
-            factory({tag: value})
-        except ValueError as exc:
-            raise DescriptionError(f"{where}: <{tag}>{value:g}</{tag}>: {_one_line(exc)}") from None
-    raise DescriptionError(f"{where}: {message}")
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+        raise DescriptionError(str(exc)) from None
+    return JointSpec(plugin=plugin.get("name", ""), joint=block.joint,
+                     actuator_type=block.actuator_type, mode=block.mode,
+                     namespace=block.robot_namespace, actuator_params=block.actuator_params,
+                     joint_params=block.joint_params, actuator=block.actuator,
+                     params=block.params)

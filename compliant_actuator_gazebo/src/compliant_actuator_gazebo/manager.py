@@ -2,7 +2,7 @@
 
 The manager turns two whole-robot arrays into per-joint commands and collects the per-joint
 states into whole-robot arrays. Everything here is plain Python (no rospy, no master), so that
-the node `nodes/compliant_manager` stays a thin shell and this module is tested with pytest.
+the node's ROS side (manager_node.py) stays a thin shell and this module is tested with pytest.
 
 Layout (the manager YAML, or the node's ~robot/~joints parameters)::
 

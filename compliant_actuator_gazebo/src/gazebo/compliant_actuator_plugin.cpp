@@ -1,13 +1,10 @@
 // Gazebo classic (9, 11) ModelPlugin: one compliant joint (paper 003 §3.1, Fig. 4) as a thin shell
 // over the simulator-independent core (compliant::CompliantJoint). Plugin block, per-joint topics
 // and messages: see the package README / reference sheet. All physics lives in the core; this file
-// only reads the SDF block, moves numbers between ROS, Gazebo and the core, and never crashes the
-// simulator: every configuration error is a gzerr line and the plugin stays inactive.
-#include <algorithm>
+// only hands the SDF block to the core's parser (plugin_block.hpp, shared with the embedded
+// simulation), moves numbers between ROS, Gazebo and the core, and never crashes the simulator:
+// every configuration error is a gzerr line and the plugin stays inactive.
 #include <atomic>
-#include <cmath>
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -26,7 +23,7 @@
 #include <compliant_actuator_gazebo/LinkState.h>
 #include <compliant_actuator_gazebo/MotorState.h>
 #include <compliant_actuator_gazebo/compliant_joint.hpp>
-#include <compliant_actuator_gazebo/factory.hpp>
+#include <compliant_actuator_gazebo/plugin_block.hpp>
 
 namespace gazebo {
 namespace cag = compliant_actuator_gazebo;
@@ -42,43 +39,37 @@ class CompliantActuatorPlugin : public ModelPlugin {
   }
 
   void Load(physics::ModelPtr model, sdf::ElementPtr sdf) override {
-    std::string robot, joint_name, type;
-    double mode = std::nan("");
-    std::map<std::string, double> params;
-    for (sdf::ElementPtr e = sdf->GetFirstElement(); e; e = e->GetNextElement()) {
-      const std::string key = e->GetName(), value = Trim(e->Get<std::string>());
-      if (key == "robotNamespace") {
-        robot = value.substr(std::min(value.find_first_not_of('/'), value.size()));
-        robot = robot.substr(0, robot.find_last_not_of('/') + 1);
-      } else if (key == "joint") {
-        joint_name = value;
-      } else if (key == "actuator") {
-        type = value;
-      } else {  // <operationMode> or a parameter name of factory.hpp
-        double number = 0.0;
-        if (!ParseNumber(value, &number))
-          return Fail("<" + key + "> is not a finite number: '" + value + "'");
-        (key == "operationMode" ? mode : params[key]) = number;
-      }
+    // The block's children, parsed and validated by the core's parse_plugin_block (the parser
+    // of description.py too, so both simulators accept and refuse the same blocks).
+    std::vector<compliant::BlockTag> tags;
+    for (sdf::ElementPtr e = sdf->GetFirstElement(); e; e = e->GetNextElement())
+      tags.push_back({e->GetName(), e->Get<std::string>(), e->GetFirstElement() != nullptr});
+    compliant::PluginSettings settings;
+    try {
+      settings = compliant::parse_plugin_block(
+          tags, model->GetName(),
+          [&model](const std::string& name) -> std::string {
+            const physics::JointPtr joint = model->GetJoint(name);
+            if (!joint) return "model '" + model->GetName() + "' has no joint '" + name + "'";
+            if (joint->DOF() != 1 || !joint->HasType(physics::Base::HINGE_JOINT))
+              return "joint '" + name + "' is not revolute; a compliant actuator drives a " +
+                     "revolute or continuous joint";
+            return "";
+          },
+          Where());
+    } catch (const compliant::PluginBlockError& error) {
+      return Fail(error.what());
     }
-    if (robot.empty()) robot = model->GetName();
-    if (joint_name.empty()) return Fail("missing <joint>");
-    if (type.empty()) return Fail("missing <actuator> (sea, qbmove, bavs, awas)");
-    if (std::isnan(mode)) return Fail("missing <operationMode> (0..6)");
-    if (mode != std::floor(mode) || mode < 0 || mode > 6)
-      return Fail("<operationMode> must be an integer 0..6");
-    joint_ = model->GetJoint(joint_name);
-    if (!joint_) return Fail("model '" + model->GetName() + "' has no joint '" + joint_name + "'");
-    if (joint_->DOF() != 1) return Fail("joint '" + joint_name + "' must have exactly one axis");
+    joint_ = model->GetJoint(settings.joint);
     world_ = model->GetWorld();
     try {
-      core_ = MakeCore(type, static_cast<int>(mode), params);
+      core_ = std::make_unique<compliant::CompliantJoint>(settings.actuator, settings.params);
       for (compliant::Input input : compliant::mode_inputs(core_->mode()))
         used_[static_cast<int>(input)] = true;  // ExternalTorque included
       if (!ros::isInitialized())
         throw std::runtime_error("ROS is not initialised: load Gazebo's ROS system plugin "
                                  "libgazebo_ros_api_plugin.so (roslaunch gazebo_ros ...)");
-      ns_ = "/" + robot + "/" + joint_name;
+      ns_ = "/" + settings.robot_namespace + "/" + settings.joint;
       nh_ = std::make_unique<ros::NodeHandle>(ns_);  // throws for a name ROS refuses
       nh_->setCallbackQueue(&queue_);
       for (int i = 0; i < compliant::kInputCount; ++i) {  // all nine inputs
@@ -96,7 +87,7 @@ class CompliantActuatorPlugin : public ModelPlugin {
       subscribers_.clear();
       nh_.reset();
       core_.reset();
-      return Fail(error.what());
+      return Fail(Where() + ": " + error.what());
     }
     reset_pending_ = true;  // the core starts at the joint's position on the first update
     running_ = true;
@@ -105,43 +96,19 @@ class CompliantActuatorPlugin : public ModelPlugin {
     });
     update_ = event::Events::ConnectWorldUpdateBegin(
         [this](const common::UpdateInfo&) { OnUpdate(); });
-    ROS_INFO("%s: %s actuator in operation mode %d", ns_.c_str(), type.c_str(),
-             static_cast<int>(mode));
+    ROS_INFO("%s: %s actuator in operation mode %d", ns_.c_str(), settings.actuator_type.c_str(),
+             settings.mode);
   }
 
   // World reset: restart the core where the joint is, at the current time (next update).
   void Reset() override { reset_pending_ = true; }
 
  private:
+  std::string Where() const { return "plugin '" + GetHandle() + "'"; }
+
+  // `why` is one line that names the plugin (Where()).
   void Fail(const std::string& why) {
-    gzerr << "[compliant_actuator_plugin] " << GetHandle() << ": " << why
-          << "; the plugin is not active\n";
-  }
-
-  // One mixed parameter map from the SDF block, split by name (factory.hpp).
-  static std::unique_ptr<compliant::CompliantJoint> MakeCore(
-      const std::string& type, int mode, const std::map<std::string, double>& params) {
-    const std::vector<std::string> names = compliant::actuator_parameter_names(type);
-    std::map<std::string, double> actuator_params, joint_params;
-    for (const auto& kv : params) {
-      const bool is_actuator = std::find(names.begin(), names.end(), kv.first) != names.end();
-      (is_actuator ? actuator_params : joint_params).insert(kv);
-    }
-    return std::make_unique<compliant::CompliantJoint>(
-        compliant::make_actuator(type, actuator_params),
-        compliant::make_joint_params(mode, joint_params));
-  }
-
-  static std::string Trim(const std::string& s) {
-    const auto begin = s.find_first_not_of(" \t\r\n");
-    if (begin == std::string::npos) return "";
-    return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
-  }
-
-  static bool ParseNumber(const std::string& text, double* value) {
-    char* end = nullptr;
-    *value = std::strtod(text.c_str(), &end);
-    return !text.empty() && end == text.c_str() + text.size() && std::isfinite(*value);
+    gzerr << "[compliant_actuator_plugin] " << why << "; the plugin is not active\n";
   }
 
   // ROS thread: store an input (the core refuses NaN/Inf and clamps presets out of the domain).

@@ -4,7 +4,7 @@ the package's errors share one base, CompliantError (a ValueError)."""
 import os
 
 import pytest
-from sim2real_checks.tool_testing import check_argument_error, check_help
+from sim2real_checks.tool_testing import check_conventions
 
 from compliant_actuator_gazebo.description import DescriptionError
 from compliant_actuator_gazebo.errors import CompliantError
@@ -18,20 +18,9 @@ BAD_VALUES = {
 }
 
 
-def script(tool):
-    return os.path.join(SCRIPTS, tool)
-
-
 @pytest.mark.parametrize("tool", sorted(BAD_VALUES))
-def test_help_lists_the_common_flags(tool):
-    check_help(script(tool), tool)
-
-
-@pytest.mark.parametrize("tool", sorted(BAD_VALUES))
-@pytest.mark.parametrize("case", ["unknown option", "bad value"])
-def test_a_bad_argument_is_one_line_and_exit_code_2(tool, case, tmp_path):
-    check_argument_error(script(tool), tool, ["--no-such-option"] if case == "unknown option" else BAD_VALUES[tool],
-                         str(tmp_path))
+def test_the_tool_follows_the_conventions(tool, tmp_path):
+    check_conventions(os.path.join(SCRIPTS, tool), tool, BAD_VALUES[tool], str(tmp_path))
 
 
 def test_the_package_errors_share_one_base():

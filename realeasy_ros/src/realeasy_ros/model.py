@@ -19,6 +19,7 @@ from torch import nn
 from panda_sim2real.errors import ConfigError
 from realeasy_ros.networks import PRECISE, REALTIME, ModelSpec, build_network
 from panda_sim2real.normalisation import JointLimitScaler
+from sim2real_checks.outputs import atomic_path
 
 FORMAT = "realeasy_ros/model"
 VERSION = 1
@@ -99,15 +100,8 @@ class RealeasyModel:
             "joint_names": list(self.joint_names), "rate": float(self.rate),
             "warmup_steps": int(self.warmup_steps), "metadata": dict(self.metadata),
         }
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        tmp = f"{path}.tmp"
-        try:
+        with atomic_path(path) as tmp:
             torch.save(payload, tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
 
 def _fail(path: str, why: str) -> ConfigError:

@@ -3,9 +3,10 @@ JSON figures written atomically into a folder created on demand (CONTRIBUTING.md
 Imports without ROS."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
 
@@ -21,20 +22,27 @@ def plain(value: Any) -> Any:
     return value
 
 
+@contextlib.contextmanager
+def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
+    """A temporary path beside ``path`` (ending in ``suffix``, for writers that insist on an
+    extension), its folder created; renamed to ``path`` when the block ends without an error,
+    removed otherwise: a reader never sees half a file, and a failed write keeps the old one."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp{suffix}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_nan: bool = True) -> None:
     """Write ``figures`` (made :func:`plain`) to ``path`` if given, creating its folder; the file
     is replaced atomically. ``allow_nan=False``: ValueError for a NaN or infinity (strict JSON),
     and the old file is kept."""
     if not path:
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(plain(figures), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        json.dump(plain(figures), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
+        f.write("\n")

@@ -39,3 +39,11 @@ def check_argument_error(script: str, prog: str, args: Sequence[object], cwd: st
     assert done.stdout == "", done.stdout
     assert sorted(os.listdir(cwd)) == before, "the tool wrote files"
     return done
+
+
+def check_conventions(script: str, prog: str, bad_value: Sequence[object], cwd: str, quiet: bool = True) -> None:
+    """The conventions in one check: :func:`check_help`, and :func:`check_argument_error` for an
+    unknown option and for ``bad_value`` (arguments one of the tool's own checks refuses)."""
+    check_help(script, prog, quiet)
+    check_argument_error(script, prog, ["--no-such-option"], cwd)
+    check_argument_error(script, prog, bad_value, cwd)

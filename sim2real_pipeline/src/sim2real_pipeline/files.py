@@ -2,26 +2,12 @@
 writing fails), so an interrupted stage never leaves a half-written file under the final name."""
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-from typing import Any, Iterator
+from typing import Any
+
+from sim2real_checks.outputs import atomic_path
 
 from sim2real_pipeline.errors import PipelineError
-
-
-@contextlib.contextmanager
-def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
-    """A temporary path beside ``path`` (ending in ``suffix``, for writers that insist on an
-    extension); renamed to ``path`` when the block ends without an error, removed otherwise."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{suffix}"
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def write_text(path: str, text: str) -> None:

@@ -38,6 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from sim2real_checks.outputs import atomic_path
+
 from trifinger_controllers import cube
 from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.errors import TrifingerError
@@ -294,15 +296,8 @@ def save_policy(path: str, actor: nn.Module, metadata: Dict[str, Any]) -> None:
         "metadata": plain(metadata),
         "state_dict": {k: v.detach().cpu().clone() for k, v in actor.state_dict().items()},
     }
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp"
-    try:
+    with atomic_path(path) as tmp:
         torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def _fail(path: str, why: str) -> PolicyFileError:

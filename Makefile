@@ -92,6 +92,8 @@ compliant-results: setup
 	  --json $(ROOT)/compliant_actuator_gazebo/results/fig8.json --plot $(ROOT)/compliant_actuator_gazebo/results/fig8.png
 	$(RUN) rosrun compliant_actuator_gazebo reproduce_ilc \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/ilc.json --plot $(ROOT)/compliant_actuator_gazebo/results/ilc.png
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_chirp \
+	  --json $(ROOT)/compliant_actuator_gazebo/results/chirp.json --plot $(ROOT)/compliant_actuator_gazebo/results/chirp.png
 
 # State-space kernel figures (kernel_manager_ros/results/): paper 001's delivery-vehicle experiment
 # (deployment = our simulation with a ramp / a 1 Hz GPS) and the kernels applied to the Panda

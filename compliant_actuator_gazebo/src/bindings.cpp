@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "compliant_actuator_gazebo/actuator_registry.hpp"
 #include "compliant_actuator_gazebo/actuators.hpp"
 #include "compliant_actuator_gazebo/compliant_joint.hpp"
 #include "compliant_actuator_gazebo/factory.hpp"
@@ -527,7 +528,13 @@ PYBIND11_MODULE(_core, m) {
       });
 
   // ---------------------------------------------------------------- factory
-  m.def("actuator_types", &actuator_types, "The built-in actuator types.");
+  m.def("actuator_types", &actuator_types,
+        "The actuator types: the built-in ones, then those registered since (load_actuator_library).");
+  m.def("load_actuator_library", &load_actuator_library, py::arg("path"),
+        "Loads a shared library of user actuators (COMPLIANT_REGISTER_ACTUATOR, "
+        "actuator_registry.hpp) and returns the types it registered ([] if loaded before); then "
+        "make_actuator and plugin blocks know them. path: a file, or a name searched on "
+        "LD_LIBRARY_PATH. ValueError (one line) if it cannot be loaded or a registration fails.");
   m.def("actuator_parameter_names", &actuator_parameter_names, py::arg("type"),
         "Parameter (plugin tag) names of an actuator type.");
   m.def("joint_parameter_names", &joint_parameter_names,

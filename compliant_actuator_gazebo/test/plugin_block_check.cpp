@@ -3,7 +3,8 @@
 // calls compliant::parse_plugin_block as the plugin does, builds the core the plugin would run
 // and steps it once; prints one line per block. Driven by test/test_plugin_block.py, which feeds
 // it every block of the example robots and bad variants of them and compares each line with
-// description.py (the embedded simulation's path through the bindings).
+// description.py (the embedded simulation's path through the bindings). A block's
+// <actuatorLibrary> is loaded by the parser, as in the plugin (test/test_example_actuator.py).
 //
 // Input, tab-separated lines (text with \\, \t, \n, \r escaped):
 //   joint <name> <problem>         the joint check's answer for <name> ("" = usable); unlisted

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "compliant_actuator_gazebo/actuator.hpp"
+#include "compliant_actuator_gazebo/actuator_registry.hpp"
 #include "compliant_actuator_gazebo/compliant_joint.hpp"
 
 namespace compliant {
 
-/// {"sea", "qbmove", "bavs", "awas"}.
+/// {"sea", "qbmove", "bavs", "awas"}, then the types registered since (actuator_registry.hpp),
+/// in the order they came.
 std::vector<std::string> actuator_types();
 /// Parameter names of an actuator type (std::invalid_argument for an unknown type).
 std::vector<std::string> actuator_parameter_names(const std::string& type);

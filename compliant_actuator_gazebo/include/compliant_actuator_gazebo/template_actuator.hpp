@@ -5,7 +5,7 @@
 // compliant::Actuator, write the spring law once as a SpringEval (force, stiffness, energy as
 // functions of the deflection), let compliant::saturate() handle max_deflection, and pass the
 // model to CompliantJoint -- motors, PID, modes 0-6 and the ROS/Gazebo/PyBullet front ends come for
-// free. This header is compiled into the Python module as cag.TemplateActuator and checked by
+// free once the model is registered by name (step 6, actuator_registry.hpp). This header is compiled into the Python module as cag.TemplateActuator and checked by
 // test/test_core_models.py (analytic stiffness and energy against finite differences), so it
 // cannot rot.
 //
@@ -19,7 +19,7 @@
 
 namespace compliant {
 
-// 1. Parameters with defaults (these become the plugin block's optional tags, see factory.cpp).
+// 1. Parameters with defaults (these become the plugin block's optional tags, see step 6).
 struct TemplateActuatorParams {
   double k = 10.0;              ///< linear stiffness [N m/rad]
   double k3 = 50.0;             ///< cubic stiffness [N m/rad^3]
@@ -72,5 +72,16 @@ class TemplateActuator final : public Actuator {
 
 // 5. Use it: CompliantJoint joint(std::make_shared<TemplateActuator>(), JointParams{});
 //    joint.set_input(Input::EquilibriumPosition, 0.5); double tau = joint.update(t, q, qd);
+//
+// 6. Give it a name for the plugin block, the embedded simulation and the Gazebo plugin, without
+//    editing this package: in a .cpp of your own package (not in a header),
+//      #include "compliant_actuator_gazebo/actuator_registry.hpp"
+//      COMPLIANT_REGISTER_ACTUATOR(MyActuator, MyParams, "my_actuator",
+//                                  {"k", &MyParams::k}, {"k3", &MyParams::k3},
+//                                  {"max_deflection", &MyParams::max_deflection})
+//    build it as a SHARED library linked against compliant_actuator_core, and name the library
+//    in the block: <actuator>my_actuator</actuator> <actuatorLibrary>libmy.so</actuatorLibrary>
+//    (or cag.load_actuator_library("libmy.so") in Python). A complete example:
+//    test/example_actuator/backlash_sea.cpp. (TemplateActuator itself is not registered.)
 
 }  // namespace compliant

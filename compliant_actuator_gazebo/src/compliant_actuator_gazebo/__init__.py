@@ -3,7 +3,8 @@
 Everything of the compiled module ``compliant_actuator_gazebo._core`` is re-exported here:
 compliance models (Sea, QbMove, Bavs, Awas, TemplateActuator, and the Actuator base class for
 Python models), Motor, Pid, CompliantJoint (operation modes 0-6), the factory
-(make_actuator, make_joint_params), the plugin-block parser that the Gazebo plugin shares
+(make_actuator, make_joint_params; load_actuator_library for a user's actuator types), the
+plugin-block parser that the Gazebo plugin shares
 (parse_plugin_block, BlockTag, PluginSettings) and the 1-DoF pendulum (simulate_one_dof).
 
 In the catkin devel space this file is executed by the generated

@@ -2,7 +2,8 @@
 
 One URDF serves the Gazebo ModelPlugin and the embedded simulation: every
 ``<gazebo><plugin filename="libcompliant_actuator_plugin.so">`` block names a revolute joint, its
-actuator model (reference sheet: sea | qbmove | bavs | awas), its operation mode 0..6, an optional
+actuator model (reference sheet: sea | qbmove | bavs | awas, or a user's type registered by the
+library the block names in ``<actuatorLibrary>``), its operation mode 0..6, an optional
 ``<robotNamespace>`` (default: the robot's name) and any model or joint parameter by the names of
 the core's factory. :func:`parse_description` turns the text into a :class:`RobotDescription`
 whose :class:`JointSpec` entries hold the actuator and joint parameters already built by

@@ -3,18 +3,20 @@
 // validation live in one place.
 #include "compliant_actuator_gazebo/factory.hpp"
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
+#include "compliant_actuator_gazebo/actuator_registry.hpp"
 #include "compliant_actuator_gazebo/actuators.hpp"
 
 namespace compliant {
 namespace {
-
-template <class P>
-using FieldTable = std::vector<std::pair<std::string, double P::*>>;
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -22,82 +24,75 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-template <class P>
-std::vector<std::string> names_of(const FieldTable<P>& table) {
-  std::vector<std::string> names;
-  for (const auto& entry : table) names.push_back(entry.first);
-  return names;
-}
-
-// Writes the map into p's fields; unknown names and non-finite values are errors.
-template <class P>
-P fill(const std::string& who, const FieldTable<P>& table,
-       const std::map<std::string, double>& params) {
-  P p{};
-  for (const auto& [name, value] : params) {
-    bool found = false;
-    for (const auto& [field_name, field] : table) {
-      if (field_name == name) {
-        if (!std::isfinite(value)) {
-          throw std::invalid_argument(who + " parameter '" + name + "' must be finite, got " +
-                                      std::to_string(value));
-        }
-        p.*field = value;
-        found = true;
-        break;
-      }
-    }
-    if (!found) {
-      throw std::invalid_argument("unknown " + who + " parameter '" + name + "' (known: " +
-                                  join(names_of(table)) + ")");
-    }
-  }
-  return p;
-}
-
-const FieldTable<SeaParams> kSea = {{"k", &SeaParams::k},
-                                    {"max_deflection", &SeaParams::max_deflection}};
-const FieldTable<QbMoveParams> kQbMove = {{"k1", &QbMoveParams::k1},
-                                          {"a1", &QbMoveParams::a1},
-                                          {"k2", &QbMoveParams::k2},
-                                          {"a2", &QbMoveParams::a2},
-                                          {"max_deflection", &QbMoveParams::max_deflection}};
-const FieldTable<BavsParams> kBavs = {{"a", &BavsParams::a},
-                                      {"b", &BavsParams::b},
-                                      {"k", &BavsParams::k},
-                                      {"ke", &BavsParams::ke},
-                                      {"max_deflection", &BavsParams::max_deflection}};
-const FieldTable<AwasParams> kAwas = {{"ks", &AwasParams::ks},
-                                      {"lever_length", &AwasParams::lever_length},
-                                      {"r_t", &AwasParams::r_t},
-                                      {"max_deflection", &AwasParams::max_deflection}};
-
 struct ActuatorEntry {
   std::string type;
   std::vector<std::string> names;
-  std::function<std::shared_ptr<Actuator>(const std::map<std::string, double>&)> make;
+  ActuatorMaker make;
 };
 
-const std::vector<ActuatorEntry>& registry() {
-  static const std::vector<ActuatorEntry> entries = {
-      {"sea", names_of(kSea),
-       [](const auto& m) { return std::make_shared<Sea>(fill("sea", kSea, m)); }},
-      {"qbmove", names_of(kQbMove),
-       [](const auto& m) { return std::make_shared<QbMove>(fill("qbmove", kQbMove, m)); }},
-      {"bavs", names_of(kBavs),
-       [](const auto& m) { return std::make_shared<Bavs>(fill("bavs", kBavs, m)); }},
-      {"awas", names_of(kAwas),
-       [](const auto& m) { return std::make_shared<Awas>(fill("awas", kAwas, m)); }},
-  };
-  return entries;
+// The registry: the built-in models first, then the registered ones in the order they came.
+// Function-local, so that a registration from another library's static initialiser finds it
+// constructed; guarded, so that libraries loaded from several threads do not race.
+struct Registry {
+  std::mutex mutex;
+  std::vector<ActuatorEntry> entries;
+  std::vector<std::string> load_errors;  // of detail::register_at_load
+};
+
+template <class Model, class P>
+ActuatorEntry builtin(const std::string& type, const FieldTable<P>& table) {
+  std::vector<std::string> names;
+  for (const auto& field : table) names.push_back(field.first);
+  return {type, names, [type, table](const std::map<std::string, double>& m) {
+            return std::shared_ptr<Actuator>(std::make_shared<Model>(fill_params(type, table, m)));
+          }};
 }
 
-const ActuatorEntry& entry(const std::string& type) {
-  for (const auto& e : registry()) {
+Registry& registry() {
+  static Registry r;
+  static const bool seeded = [] {  // tables here: no dependence on the order of static init
+    const FieldTable<SeaParams> kSea = {{"k", &SeaParams::k},
+                                        {"max_deflection", &SeaParams::max_deflection}};
+    const FieldTable<QbMoveParams> kQbMove = {{"k1", &QbMoveParams::k1},
+                                              {"a1", &QbMoveParams::a1},
+                                              {"k2", &QbMoveParams::k2},
+                                              {"a2", &QbMoveParams::a2},
+                                              {"max_deflection", &QbMoveParams::max_deflection}};
+    const FieldTable<BavsParams> kBavs = {{"a", &BavsParams::a},
+                                          {"b", &BavsParams::b},
+                                          {"k", &BavsParams::k},
+                                          {"ke", &BavsParams::ke},
+                                          {"max_deflection", &BavsParams::max_deflection}};
+    const FieldTable<AwasParams> kAwas = {{"ks", &AwasParams::ks},
+                                          {"lever_length", &AwasParams::lever_length},
+                                          {"r_t", &AwasParams::r_t},
+                                          {"max_deflection", &AwasParams::max_deflection}};
+    r.entries = {builtin<Sea>("sea", kSea), builtin<QbMove>("qbmove", kQbMove),
+                 builtin<Bavs>("bavs", kBavs), builtin<Awas>("awas", kAwas)};
+    return true;
+  }();
+  (void)seeded;
+  return r;
+}
+
+ActuatorEntry entry(const std::string& type) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& e : r.entries) {
     if (e.type == type) return e;
   }
-  throw std::invalid_argument("unknown actuator type '" + type + "' (known: " +
-                              join(actuator_types()) + ")");
+  std::vector<std::string> types;
+  for (const auto& e : r.entries) types.push_back(e.type);
+  throw std::invalid_argument("unknown actuator type '" + type + "' (known: " + join(types) +
+                              ")");
+}
+
+bool is_lower_identifier(const std::string& name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (const char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
 }
 
 // Joint parameters: the flat tag names of the plugin block mapped onto (nested) JointParams
@@ -155,9 +150,92 @@ const std::vector<std::pair<std::string, JointSetter>>& joint_setters() {
 }  // namespace
 
 std::vector<std::string> actuator_types() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::string> types;
-  for (const auto& e : registry()) types.push_back(e.type);
+  for (const auto& e : r.entries) types.push_back(e.type);
   return types;
+}
+
+void register_actuator(const std::string& type, const std::vector<std::string>& parameter_names,
+                       ActuatorMaker make) {
+  const std::string who = "actuator type '" + type + "'";
+  if (!is_lower_identifier(type)) {
+    throw std::invalid_argument("cannot register " + who +
+                                ": a type name must match [a-z][a-z0-9_]*");
+  }
+  if (!make) throw std::invalid_argument("cannot register " + who + ": no factory function");
+  const std::vector<std::string> joint_names = joint_parameter_names();
+  for (std::size_t i = 0; i < parameter_names.size(); ++i) {
+    const std::string& name = parameter_names[i];
+    const std::string why =
+        !is_lower_identifier(name) || name == "joint" || name == "actuator"
+            ? "must match [a-z][a-z0-9_]* and not be 'joint' or 'actuator'"
+        : std::find(joint_names.begin(), joint_names.end(), name) != joint_names.end()
+            ? "is a joint parameter"
+        : std::find(parameter_names.begin(), parameter_names.begin() + i, name) !=
+                parameter_names.begin() + i
+            ? "is given twice"
+            : "";
+    if (!why.empty()) {
+      throw std::invalid_argument("cannot register " + who + ": parameter name '" + name +
+                                  "' " + why);
+    }
+  }
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& e : r.entries) {
+    if (e.type == type) {
+      throw std::invalid_argument("cannot register " + who + ": already registered");
+    }
+  }
+  r.entries.push_back({type, parameter_names, std::move(make)});
+}
+
+namespace detail {
+bool register_at_load(const std::function<void()>& registration) noexcept {
+  try {
+    registration();
+    return true;
+  } catch (const std::exception& error) {
+    try {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> lock(r.mutex);
+      r.load_errors.push_back(error.what());
+    } catch (...) {
+    }
+    return false;
+  }
+}
+}  // namespace detail
+
+std::vector<std::string> load_actuator_library(const std::string& path) {
+  static std::mutex loading;  // one library at a time: its errors and types are its own
+  std::lock_guard<std::mutex> lock(loading);
+  const std::vector<std::string> before = actuator_types();
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> registry_lock(r.mutex);
+    r.load_errors.clear();
+  }
+  if (path.empty()) throw std::invalid_argument("cannot load actuator library '': empty path");
+  // Never closed: the registered factories and the actuators they build live in it.
+  if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    const char* why = dlerror();
+    throw std::invalid_argument("cannot load actuator library '" + path + "': " +
+                                (why ? why : "unknown dlopen error"));
+  }
+  std::vector<std::string> errors;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> registry_lock(r.mutex);
+    errors.swap(r.load_errors);
+  }
+  if (!errors.empty()) {
+    throw std::invalid_argument("actuator library '" + path + "': " + join(errors));
+  }
+  const std::vector<std::string> after = actuator_types();
+  return std::vector<std::string>(after.begin() + static_cast<long>(before.size()), after.end());
 }
 
 std::vector<std::string> actuator_parameter_names(const std::string& type) {

@@ -18,10 +18,11 @@ namespace {
 
 const char* const kRequired[] = {"joint", "actuator", "operationMode"};
 const char* const kNamespaceTag = "robotNamespace";
+const char* const kLibraryTag = "actuatorLibrary";
 
 bool reserved(const std::string& tag) {
-  return tag == kNamespaceTag || std::find(std::begin(kRequired), std::end(kRequired), tag) !=
-                                     std::end(kRequired);
+  return tag == kNamespaceTag || tag == kLibraryTag ||
+         std::find(std::begin(kRequired), std::end(kRequired), tag) != std::end(kRequired);
 }
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
@@ -192,6 +193,15 @@ PluginSettings parse_plugin_block(const std::vector<BlockTag>& tags,
   if (check_joint) {
     const std::string problem = check_joint(s.joint);
     if (!problem.empty()) throw PluginBlockError(at + ": " + problem);
+  }
+  if (by_name.count(kLibraryTag)) {  // a user's actuator types (actuator_registry.hpp)
+    const std::string& library = by_name[kLibraryTag];
+    if (library.empty()) throw PluginBlockError(at + ": <" + kLibraryTag + "> is empty");
+    try {
+      load_actuator_library(library);
+    } catch (const std::invalid_argument& error) {
+      throw PluginBlockError(at + ": <" + kLibraryTag + ">: " + one_line(error.what()));
+    }
   }
   const std::vector<std::string> types = actuator_types();
   if (std::find(types.begin(), types.end(), s.actuator_type) == types.end()) {

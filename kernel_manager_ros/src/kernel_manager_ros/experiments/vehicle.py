@@ -30,10 +30,20 @@ Stages (``run_experiment``; seeds derived from one ``seed``, so a run is determi
      store and on legs 1 and 3 (half of all kernel applications, legs 1 and 3 slowed by 0.5-1 s)
      and branch-biased transfers that over-slow the ramp (the refinement rounds overshoot the
      deployment: gap closure 109 % by ATR with missions of -367, 60 % by the median mission).
-  e. Redesign in the kernel-modified simulation: a PARAMETER SEARCH (not the paper's SARSA) over
-     the program's ``pitch_speed_gain`` (faster speed when the pitch is not zero: what the paper's
-     SARSA learned, §4) and ``max_speed``; the best ATR in the kernel simulation wins (ties: the
-     smaller change, i.e. the first in the grid order). Redeploy: that program in the deployment.
+     Algorithm 1 alone is reported next to it: the round-0 kernels (what ``rounds=1`` makes)
+     with the original program on the Kernels run's seed (gap_closure_alg1).
+  e. Redesign in the kernel-modified simulation, two ways: SARSA as in the paper
+     (``vehicle/sarsa.py``: a speed factor per pitch bin, reward perf(t), trained on
+     ``sarsa_episodes`` missions; the greedy rule is the redesigned program) and, as its check,
+     a PARAMETER SEARCH over the program's ``pitch_speed_gain`` (faster speed when the pitch is
+     not zero: what the paper's SARSA learned, §4) and ``max_speed``; the best ATR in the kernel
+     simulation wins (ties: the smaller change, i.e. the first in the grid order). Redeploy:
+     each redesigned program in the deployment.
+  e2. Prediction (``predict_programs``): the design, ``prediction_programs`` (speed only, pitch
+     rule alone) and both redesigns in the design simulation, in the kernel simulations of
+     Algorithm 1 alone and with the rounds, and in the deployment, on seeds no other stage
+     uses; error = ATR(simulation) - ATR(deployment): does the kernel simulation predict
+     programs its kernels were not generated from?
   f. Sensor-kernel case (§6.2): design (20 Hz GPS) against the deployment with the ramp AND a
      1 Hz GPS; kernels with sensor kernels kept; counts; the kernel-modified design track against
      the deployment track: the mean distance of every true position of a run to the nearest
@@ -71,6 +81,7 @@ from kernel_manager_ros.vehicle.mission import MissionConfig
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.vehicle.messages import SensorFields
 from kernel_manager_ros.vehicle.model import Ramp, VehicleConfig
+from kernel_manager_ros.vehicle.sarsa import SarsaSpeedPolicy
 from kernel_manager_ros.vehicle.run import (
     RunResult, SensorOverride, StepContext, run_missions, write_bag)
 
@@ -109,6 +120,18 @@ class ExperimentConfig:
     # the redesign's parameter grid (every combination, in this order)
     redesign_grid: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
         "pitch_speed_gain": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0), "max_speed": (1.5, 1.7)})
+    # the redesign with SARSA as in the paper (vehicle/sarsa.py): training missions in the
+    # kernel-modified simulation, pitch-bin edges (rad), speed factors, step size, exploration
+    sarsa_episodes: int = 300
+    sarsa_edges: Sequence[float] = (0.05,)
+    sarsa_factors: Sequence[float] = (1.0, 1.25, 1.5, 2.0)
+    sarsa_alpha: float = 0.1
+    sarsa_epsilon: float = 0.1
+    # the prediction experiment (stage e2): control programs besides the design and the
+    # redesigned one, each run in the design simulation, in the kernel simulations (Algorithm 1
+    # alone and extended) and in the deployment on seeds no other stage uses
+    prediction_programs: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: {
+        "speed_only": {"max_speed": 1.7}, "pitch_rule": {"pitch_speed_gain": 8.0}})
     sensor_case: bool = True
     plots_dir: Optional[str] = None
 
@@ -125,6 +148,13 @@ class ExperimentConfig:
         for name, values in self.redesign_grid.items():
             if not values:
                 raise KernelError(f"redesign grid: no values for {name}")
+        if isinstance(self.sarsa_episodes, bool) or not isinstance(self.sarsa_episodes, int) \
+                or self.sarsa_episodes < 0:
+            raise KernelError(f"sarsa_episodes must be an integer >= 0, got "
+                              f"{self.sarsa_episodes!r}")
+        reserved = {"design", "redesigned", "redesigned_sarsa"} & set(self.prediction_programs)
+        if reserved:
+            raise KernelError(f"prediction programs: {sorted(reserved)} are reserved names")
 
 
 def weighted_spec(spec: StateSpec, weights: Optional[Mapping[str, Sequence[float]]]) -> StateSpec:
@@ -323,7 +353,7 @@ def run_experiment(config: ExperimentConfig, progress: bool = True) -> dict[str,
     if deploy.ramp is None:
         raise KernelError(f"{config.deploy_config}: the deployment needs its ramp")
     n_search = len(_grid(config.redesign_grid))
-    stages = 7 + (5 if config.sensor_case else 0) + (1 if config.plots_dir else 0)
+    stages = 9 + (1 if config.sarsa_episodes else 0) + (5 if config.sensor_case else 0) + (1 if config.plots_dir else 0)
     with tqdm(total=stages, desc="vehicle experiment", unit="stage", disable=not progress) \
             as bar:
         ctx = _Context(config, mission, spec, design, deploy, slow_gps, bar)
@@ -332,7 +362,8 @@ def run_experiment(config: ExperimentConfig, progress: bool = True) -> dict[str,
             result["sensor_case"] = _sensor_case(ctx)
         if config.plots_dir:
             result["plots"] = ctx.stage("plots", lambda: plot_experiment(
-                ctx.runs, ctx.kernel_sets, config.plots_dir, mission, deploy.ramp))
+                ctx.runs, ctx.kernel_sets, config.plots_dir, mission, deploy.ramp,
+                result.get("prediction")))
     result["timings"] = dict(ctx.timings, total=round(time.perf_counter() - start, 3))
     return result
 
@@ -356,17 +387,27 @@ def _ramp_case(ctx: _Context, n_search: int) -> dict[str, Any]:
     runs["kernels"] = ctx.stage("kernels", lambda: run_missions(
         ctx.design, mission, ramp_spec, cfg.missions, seed=ctx.seed(3), hook=hook,
         label="Kernels"))
+    # Algorithm 1 alone: the kernels of round 0 (the generation a `--rounds 1` run makes: the
+    # same bags, the same seed), the original program with them on the Kernels run's seed
+    n_alg1 = int(kernel_set.metadata["rounds"][0]["kernels"])
+    alg1_set = kernel_set.with_kernels(kernel_set.kernels[:n_alg1])
+    alg1_hook = KernelHook(alg1_set, ramp_spec, mission.period)
+    runs["kernels_alg1"] = ctx.stage("kernels, Algorithm 1 alone", lambda: run_missions(
+        ctx.design, mission, ramp_spec, cfg.missions, seed=ctx.seed(3), hook=alg1_hook,
+        label="Kernels, Algorithm 1 alone"))
     atr_design = float(runs["design"].atr[-1])
     atr_deploy = float(runs["deploy"].atr[-1])
     atr_kernels = float(runs["kernels"].atr[-1])
-    gap = atr_design - atr_deploy
-    gap_closure = (atr_design - atr_kernels) / gap if gap != 0 else math.nan
+    atr_kernels_alg1 = float(runs["kernels_alg1"].atr[-1])
+    gap_closure = _closure(atr_design, atr_deploy, atr_kernels)
+    gap_closure_alg1 = _closure(atr_design, atr_deploy, atr_kernels_alg1)
     # the same with each run's median mission total: robust to a few runaway missions, which
     # dominate the mean of the Kernels run (measured: one mission of -367 against a median of -3)
-    medians = {k: float(np.median(runs[k].totals)) for k in ("design", "deploy", "kernels")}
-    median_gap = medians["design"] - medians["deploy"]
-    gap_closure_median = ((medians["design"] - medians["kernels"]) / median_gap
-                          if median_gap != 0 else math.nan)
+    medians = {k: float(np.median(runs[k].totals))
+               for k in ("design", "deploy", "kernels", "kernels_alg1")}
+    gap_closure_median = _closure(medians["design"], medians["deploy"], medians["kernels"])
+    gap_closure_median_alg1 = _closure(medians["design"], medians["deploy"],
+                                       medians["kernels_alg1"])
 
     def search() -> list[dict[str, Any]]:
         rows = []
@@ -391,6 +432,19 @@ def _ramp_case(ctx: _Context, n_search: int) -> dict[str, Any]:
     runs["redeploy"] = ctx.stage("redeploy", lambda: run_missions(
         ctx.deploy, redesigned, ctx.spec, cfg.missions, seed=ctx.seed(5), label="Redeploy"))
     atr_redeploy = float(runs["redeploy"].atr[-1])
+    programs = {"design": {}, **{k: dict(v) for k, v in cfg.prediction_programs.items()},
+                "redesigned": dict(best_params)}
+    policies = {}
+    sarsa: dict[str, Any] = {}
+    if cfg.sarsa_episodes:
+        sarsa = ctx.stage("redesign SARSA", lambda: _sarsa_redesign(ctx, kernel_set,
+                                                                    ramp_spec))
+        programs["redesigned_sarsa"] = {}
+        policies["redesigned_sarsa"] = sarsa.pop("policy")
+    prediction = ctx.stage("prediction", lambda: predict_programs(
+        ctx, programs, {"design_sim": None, "kernels_alg1": alg1_set, "kernels": kernel_set},
+        ramp_spec, policies))
+    fresh = prediction["programs"]["redesigned"]["atr_deploy"]
     counts = kernel_set.counts()
     ctx.kernel_sets["ramp"] = kernel_set
     return {
@@ -398,25 +452,124 @@ def _ramp_case(ctx: _Context, n_search: int) -> dict[str, Any]:
         "atr_design": atr_design, "atr_deploy": atr_deploy, "atr_kernels": atr_kernels,
         "gap_closure": gap_closure,
         "gap_closure_median": gap_closure_median, "median_total_reward": medians,
+        "atr_kernels_alg1": atr_kernels_alg1, "gap_closure_alg1": gap_closure_alg1,
+        "gap_closure_median_alg1": gap_closure_median_alg1,
+        "alg1_note": "Algorithm 1 alone = the round-0 kernels (the generation of a --rounds 1 "
+                     "run), the original program with them on the Kernels run's seed; both "
+                     "use the Fisher test and fit_rows of the generation config",
         "atr_redesign_kernels": float(rows[best]["atr_kernels"]),
         "atr_redeploy": atr_redeploy,
         "redeploy_within_design": abs(atr_redeploy - atr_design) / abs(atr_design)
         if atr_design else math.nan,
+        "atr_redeploy_fresh_seeds": fresh,
+        "redeploy_fresh_seeds_within_design": abs(fresh - atr_design) / abs(atr_design)
+        if atr_design else math.nan,
+        "prediction": prediction,
         "kernels": {"motor": counts["motor"], "sensor": counts["sensor"], "file": kernel_file,
                     "rounds": rounds, "applied": hook.summary()},
-        "atr_curves": {name: runs[name].atr.tolist()
-                       for name in ("design", "deploy", "kernels", "redesign_kernels",
-                                    "redeploy")},
-        "runs": {name: _run_summary(runs[name]) for name in ("design", "deploy", "kernels",
-                                                             "redesign_kernels", "redeploy")},
+        "atr_curves": {name: runs[name].atr.tolist() for name in _RAMP_RUNS if name in runs},
+        "runs": {name: _run_summary(runs[name]) for name in _RAMP_RUNS if name in runs},
+        "redesign_sarsa": sarsa,
         "redesign": {"method": "parameter search over the program's parameters in the "
-                               "kernel-modified simulation (not SARSA); best ATR wins, ties to "
-                               "the first in grid order",
+                               "kernel-modified simulation (the check of the SARSA redesign, "
+                               "redesign_sarsa); best ATR wins, ties to the first in grid order",
                      "grid": {k: list(v) for k, v in cfg.redesign_grid.items()},
                      "best": best_params, "candidates": rows},
         "config": _config_dict(cfg),
         "bags": {"design": ctx.bag("design.bag"), "deploy": ctx.bag("deploy.bag")},
     }
+
+
+_RAMP_RUNS = ("design", "deploy", "kernels", "kernels_alg1", "redesign_kernels", "redeploy",
+              "redesign_sarsa_kernels", "redeploy_sarsa")
+
+
+def _closure(design: float, deploy: float, kernels: float) -> float:
+    """(design - kernels) / (design - deploy): 0 = the kernel simulation is the design
+    simulation, 1 = it is the deployment."""
+    gap = design - deploy
+    return (design - kernels) / gap if gap != 0 else math.nan
+
+
+# the prediction experiment's seed offsets: no other stage (nor the redesign) uses them
+PREDICTION_SIM_SEED, PREDICTION_DEPLOY_SEED = 7, 8
+
+
+def _sarsa_redesign(ctx: _Context, kernel_set: KernelSet, spec: StateSpec) -> dict[str, Any]:
+    """Paper 001 §4's redesign: SARSA over a pitch-dependent speed factor (vehicle/sarsa.py),
+    trained on ``sarsa_episodes`` missions of the original program in the kernel-modified
+    simulation; the greedy rule then runs there and in the deployment on the seeds of the grid
+    search's evaluation and redeploy (4, 5)."""
+    cfg, mission = ctx.config, ctx.mission
+    learner = SarsaSpeedPolicy(cfg.sarsa_edges, cfg.sarsa_factors, alpha=cfg.sarsa_alpha,
+                               epsilon=cfg.sarsa_epsilon,
+                               rng=np.random.default_rng(ctx.seed(9)))
+    training = run_missions(ctx.design, mission, spec, cfg.sarsa_episodes, seed=ctx.seed(10),
+                            hook=KernelHook(kernel_set, spec, mission.period),
+                            speed_policy=learner, label="SARSA training")
+    policy = learner.greedy()
+    ctx.runs["redesign_sarsa_kernels"] = run_missions(
+        ctx.design, mission, spec, cfg.missions, seed=ctx.seed(4),
+        hook=KernelHook(kernel_set, spec, mission.period), speed_policy=policy,
+        label="Redesign/K (SARSA)")
+    ctx.runs["redeploy_sarsa"] = run_missions(ctx.deploy, mission, ctx.spec, cfg.missions,
+                                              seed=ctx.seed(5), speed_policy=policy,
+                                              label="Redeploy (SARSA)")
+    atr_design = float(ctx.runs["design"].atr[-1])
+    atr_redeploy = float(ctx.runs["redeploy_sarsa"].atr[-1])
+    return {"method": "tabular SARSA in the kernel-modified simulation: state = bin of the "
+                      "program's |pitch|, action = factor on the commanded speed, reward = "
+                      "perf(t) per control step, gamma 1, epsilon-greedy (vehicle/sarsa.py)",
+            "episodes": cfg.sarsa_episodes, "learner": learner.to_dict(),
+            "training_atr": float(training.atr[-1]),
+            "training_atr_last_quarter": float(np.mean(
+                training.totals[-max(1, cfg.sarsa_episodes // 4):])),
+            "greedy": policy.to_dict(),
+            "atr_redesign_kernels": float(ctx.runs["redesign_sarsa_kernels"].atr[-1]),
+            "atr_redeploy": atr_redeploy,
+            "redeploy_within_design": abs(atr_redeploy - atr_design) / abs(atr_design)
+            if atr_design else math.nan,
+            "policy": policy}
+
+
+def predict_programs(ctx: _Context, programs: Mapping[str, Mapping[str, float]],
+                     simulations: Mapping[str, Optional[KernelSet]], spec: StateSpec,
+                     policies: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    """Stage e2: does a simulation predict what a program does in the deployment? Each program
+    (parameters of ``mission.with_program``) runs in each simulation (the design simulation with
+    the kernel set as ``KernelHook``, None: the plain design simulation) on one fresh seed and
+    in the deployment on another; error = ATR(simulation) - ATR(deployment). ``policies``: a
+    learned speed rule per program name (``TableSpeedPolicy``), applied on top of its params."""
+    cfg, mission = ctx.config, ctx.mission
+    policies = policies or {}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, params in programs.items():
+        program = mission.with_program(**params)
+        policy = policies.get(name)
+        row: dict[str, Any] = {"params": dict(params)}
+        if policy is not None:
+            row["speed_rule"] = policy.to_dict()
+        for sim_name, kernel_set in simulations.items():
+            hook = None if kernel_set is None else KernelHook(kernel_set, spec, mission.period)
+            run = run_missions(ctx.design, program, spec, cfg.missions,
+                               seed=ctx.seed(PREDICTION_SIM_SEED), hook=hook,
+                               speed_policy=policy)
+            row[f"atr_{sim_name}"] = float(run.atr[-1])
+        run = run_missions(ctx.deploy, program, ctx.spec, cfg.missions,
+                           seed=ctx.seed(PREDICTION_DEPLOY_SEED), speed_policy=policy)
+        row["atr_deploy"] = float(run.atr[-1])
+        for sim_name in simulations:
+            row[f"error_{sim_name}"] = row[f"atr_{sim_name}"] - row["atr_deploy"]
+        rows[name] = row
+        ctx.bar.set_postfix_str(f"prediction {len(rows)}/{len(programs)}")
+    mean_abs = {sim_name: float(np.mean([abs(r[f"error_{sim_name}"]) for r in rows.values()]))
+                for sim_name in simulations}
+    return {"note": "error = ATR in the simulation - ATR in the deployment (our simulation with "
+                    "the ramp, not a real robot); design_sim = no kernels, kernels_alg1 = "
+                    "Algorithm 1 alone, kernels = with our refinement rounds",
+            "seeds": {"simulation": ctx.seed(PREDICTION_SIM_SEED),
+                      "deployment": ctx.seed(PREDICTION_DEPLOY_SEED)},
+            "programs": rows, "mean_abs_error": mean_abs}
 
 
 def _sensor_case(ctx: _Context) -> dict[str, Any]:
@@ -478,9 +631,11 @@ def _config_dict(cfg: ExperimentConfig) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ plots
 def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, KernelSet],
-                    folder: str, mission: MissionConfig, ramp: Optional[Ramp]) -> list[str]:
+                    folder: str, mission: MissionConfig, ramp: Optional[Ramp],
+                    prediction: Optional[Mapping[str, Any]] = None) -> list[str]:
     """Fig. 4/5, 6/9(b), 9(a) and 10 analogues as PNG files (waypoints from ``mission``, the
-    deployment's ``ramp`` outlined); returns their paths."""
+    deployment's ``ramp`` outlined) and, with ``prediction`` (``predict_programs``), the
+    predicted against the deployed ATR of each program; returns their paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -545,7 +700,34 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
              "ATR: Design, Deploy, Kernels, Redesign in kernels, Redeploy (Fig. 6/9b)\n"
              "deployment = our simulation with a ramp, not a real robot",
              (("design", "Design"), ("deploy", DEPLOY_NAME), ("kernels", "Kernels"),
-              ("redesign_kernels", "Redesign/K"), ("redeploy", "Redeploy (simulated)")))
+              ("kernels_alg1", "Kernels, Algorithm 1 alone"),
+              ("redesign_kernels", "Redesign/K (grid)"),
+              ("redeploy", "Redeploy (grid, simulated)"),
+              ("redesign_sarsa_kernels", "Redesign/K (SARSA)"),
+              ("redeploy_sarsa", "Redeploy (SARSA, simulated)")))
+
+    if prediction:
+        rows = prediction["programs"]
+        names = list(rows)
+        bars = (("atr_design_sim", "design simulation", "0.6"),
+                ("atr_kernels_alg1", "kernels, Algorithm 1 alone", "tab:orange"),
+                ("atr_kernels", "kernels (refinement rounds)", "tab:green"),
+                ("atr_deploy", "deployment (simulated: ramp)", "tab:blue"))
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        width = 0.8 / len(bars)
+        x = np.arange(len(names))
+        for j, (key, label, colour) in enumerate(bars):
+            ax.bar(x + (j - (len(bars) - 1) / 2) * width, [rows[n][key] for n in names], width,
+                   label=label, color=colour)
+        ax.axhline(0.0, color="k", linewidth=0.5)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names)
+        ax.set_ylabel("ATR")
+        ax.set_title("Predicted (simulations) vs deployed ATR per program, fresh seeds\n"
+                     "deployment = our simulation with a ramp, not a real robot", fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
+        save(fig, "fig11_prediction.png")
 
     # Fig. 9(a): kernel centres over the deploy track with the ramp
     fig, ax = plt.subplots(figsize=(6.5, 6.5))

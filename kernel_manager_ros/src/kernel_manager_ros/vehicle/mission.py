@@ -245,6 +245,9 @@ class MissionProgram:
         self.goal_index = 0
         self.done = True
         self._t_start = 0.0
+        # optional learned speed rule (vehicle/sarsa.py): ``factor(pitch, perf)`` at each control
+        # step multiplies the commanded speed, ``end(perf)`` at the mission's last step
+        self.speed_policy: Optional[Any] = None
 
     def start(self, t: float) -> None:
         """Begin a mission at time t: the vehicle stands at the store facing roughly site 1, so
@@ -284,15 +287,16 @@ class MissionProgram:
             self._estimate_t = obs.gps_stamp
         self._extrapolate(t)
 
-    def speed_and_steering(self, goal: Goal, pitch: float) -> Command:
+    def speed_and_steering(self, goal: Goal, pitch: float, factor: float = 1.0) -> Command:
         """Saturated spring speed and bicycle pursuit steering toward ``goal`` from the
-        program's position estimate, with the pitch speed-up and the zero-mean noise."""
+        program's position estimate, with the pitch speed-up, a speed ``factor`` (a learned
+        rule's) and the zero-mean noise."""
         p = self.params
         dx, dy = goal.x - self._x, goal.y - self._y
         distance = math.hypot(dx, dy)
         speed = min(p.max_speed, p.spring_gain * distance)
         excess = max(0.0, abs(pitch) - p.pitch_deadband)
-        speed *= 1.0 + p.pitch_speed_gain * excess
+        speed *= (1.0 + p.pitch_speed_gain * excess) * factor
         alpha = wrap_angle(math.atan2(dy, dx) - self._heading)
         lookahead = min(max(distance, p.min_lookahead), p.max_lookahead)
         steering = math.atan2(2.0 * p.wheelbase * math.sin(alpha), lookahead)
@@ -320,9 +324,13 @@ class MissionProgram:
         if not self.done and t - self._t_start >= self.config.mission_timeout:
             self.done = True
         if self.done:
+            if self.speed_policy is not None:
+                self.speed_policy.end(perf)
             self._command = Command(0.0, 0.0)
             return TickResult(None, perf, index, True)
-        self._command = self.speed_and_steering(self.config.goals[self.goal_index], obs.pitch)
+        factor = 1.0 if self.speed_policy is None else self.speed_policy.factor(obs.pitch, perf)
+        self._command = self.speed_and_steering(self.config.goals[self.goal_index], obs.pitch,
+                                                factor)
         return TickResult(self._command, perf, index, False)
 
     def start_pose(self) -> tuple[float, float, float]:

@@ -121,14 +121,17 @@ class RunResult:
 def run_missions(vehicle_config: VehicleConfig, mission: MissionConfig, spec: StateSpec,
                  missions: int, seed: int = 0, hook: Optional[StepHook] = None,
                  record_messages: bool = False, mission_gap: float = 2.0,
-                 progress: bool = False, label: str = "") -> RunResult:
+                 progress: bool = False, label: str = "",
+                 speed_policy: Optional[Any] = None) -> RunResult:
     """Run ``missions`` missions of the program (``mission.program``) on a fresh vehicle
     simulation. ``seed`` seeds the program (start poses, command noise); the vehicle's sensor
-    noise is seeded by ``vehicle_config.seed``."""
+    noise is seeded by ``vehicle_config.seed``. ``speed_policy``: a learned speed rule the
+    program applies (``MissionProgram.speed_policy``, vehicle/sarsa.py)."""
     if missions < 1:
         raise KernelError(f"missions must be >= 1, got {missions}")
     vehicle = VehicleModel(vehicle_config)
     program = MissionProgram(mission, np.random.default_rng(seed))
+    program.speed_policy = speed_policy
     period_steps = vehicle.steps_for(mission.period)
     logs = []
     for k in tqdm(range(missions), desc=label or "missions", disable=not progress, unit="mission"):

@@ -2,4 +2,5 @@
 from setuptools import setup
 from catkin_pkg.python_setup import generate_distutils_setup
 
-setup(**generate_distutils_setup(packages=["trifinger_controllers"], package_dir={"": "src"}))
+setup(**generate_distutils_setup(packages=["trifinger_controllers", "trifinger_controllers.controllers"],
+                                  package_dir={"": "src"}))

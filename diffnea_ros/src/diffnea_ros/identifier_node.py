@@ -40,7 +40,7 @@ from diffnea_ros.online_identifier import OnlineConfig, OnlineIdentifier, Snapsh
 from diffnea_ros.srv import WriteUrdf, WriteUrdfResponse
 from diffnea_ros.state_input import StateInput
 from diffnea_ros.urdf import RobotDescription, load_robot
-from panda_sim2real.errors import Sim2RealError
+from panda_sim2real.errors import PandaError
 from panda_sim2real.limits import JointLimits
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.joint_state import JointBounds
@@ -106,7 +106,7 @@ class IdentifierNode:
                           friction=self.config.friction)
         try:
             self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None) or None)
-        except Sim2RealError as exc:
+        except PandaError as exc:
             raise DiffneaError(f"~limits: {exc}") from None
         self.guard = node_guard()
         self.topic = rospy.resolve_name(str(rospy.get_param("~topic", "/real/joint_states")))

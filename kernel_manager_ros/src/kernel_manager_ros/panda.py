@@ -166,7 +166,7 @@ def read_pair_trajectories(path: str, spec: StateSpec, limits: Any = None
     KernelError for a missing or unreadable bag, a bag without /real (or /sim) joint states or
     pair events, or a pair without its command."""
     from panda_sim2real.bag_layout import COMMAND, topic
-    from panda_sim2real.errors import Sim2RealError
+    from panda_sim2real.errors import PandaError
     from panda_sim2real.joint_state_bag import BagFile
     from panda_sim2real.limits import JointLimits
     from panda_sim2real.pair_bag import read_pairs
@@ -183,13 +183,13 @@ def read_pair_trajectories(path: str, spec: StateSpec, limits: Any = None
         recording = read_pairs(path, limits.joint_names, sim_topic=sim_topic)
         with BagFile(path) as bag:
             commands = [msg for _, msg in bag.messages([command_topic])]
-    except Sim2RealError as exc:
+    except PandaError as exc:
         raise KernelError(str(exc)) from exc
     plans = []
     for msg in commands:
         try:
             plans.append(trajectory_from_msg(msg, limits))
-        except Sim2RealError as exc:
+        except PandaError as exc:
             raise KernelError(f"bag {path}: a command on {command_topic} is invalid: "
                               f"{exc}") from exc
     starts = np.array([p.start if p.start is not None else -1.0 for p in plans])

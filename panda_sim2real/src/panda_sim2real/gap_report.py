@@ -3,6 +3,8 @@ real robot, like the 'Simulation' rows of paper 000 Table II, and a torque plot 
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -113,4 +115,5 @@ def plot_torque_panels(t: np.ndarray, sim: np.ndarray, real: np.ndarray, path: s
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=100)

@@ -1,7 +1,7 @@
 """The command-line conventions every sim2real tool follows (CONTRIBUTING.md, "Tools").
 
 * :class:`ToolParser`: argparse whose argument errors are one line, ``PROG: error: MESSAGE``,
-  exit code 2 (argparse prints the usage first); :func:`add_common` gives a tool the common
+  exit code 2 (plain argparse prints the usage before it); :func:`add_common` gives a tool the common
   flags ``--json PATH`` (optional: the figures as JSON) and ``--quiet`` (no progress bars or
   lines; ``--no-progress`` is its alias for one release).
 * :func:`run`: calls a tool's ``main``; the package's base error or an OSError becomes one line,

@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
 
-def plain(value: Any) -> Any:
+def plain(value: Any, finite: bool = False) -> Any:
     """``value`` as plain Python data: numpy arrays and scalars to lists and numbers, tuples to
-    lists, mapping keys to strings; anything else unchanged."""
+    lists, mapping keys to strings; with ``finite``, NaN and infinities to None (strict JSON);
+    anything else unchanged."""
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): plain(v, finite) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [plain(v, finite) for v in value]
     if hasattr(value, "tolist") and hasattr(value, "dtype"):   # numpy arrays and scalars
-        return plain(value.tolist())
+        return plain(value.tolist(), finite)
+    if finite and isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
@@ -39,10 +43,10 @@ def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
 
 def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_nan: bool = True) -> None:
     """Write ``figures`` (made :func:`plain`) to ``path`` if given, creating its folder; the file
-    is replaced atomically. ``allow_nan=False``: ValueError for a NaN or infinity (strict JSON),
-    and the old file is kept."""
+    is replaced atomically. ``allow_nan=False``: strict JSON, NaN and infinities written as null
+    (a long run's figures are never lost to one non-finite value)."""
     if not path:
         return
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        json.dump(plain(figures), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
+        json.dump(plain(figures, finite=not allow_nan), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
         f.write("\n")

@@ -78,11 +78,12 @@ def run_pipeline(settings: PipelineSettings, work_dir: str,
 
 
 def main_errors(run: Callable[[], int]) -> int:
-    """``run()``; a PipelineError becomes one line on stderr and exit code 2, Ctrl-C one line and
-    exit code 130."""
+    """``run()``; a PipelineError or an OSError becomes one line on stderr and exit code 2, Ctrl-C
+    one line and exit code 130 (sim2real_checks.cli.run's convention, with the pipeline's resume
+    hint)."""
     try:
         return run()
-    except PipelineError as exc:
+    except (PipelineError, OSError) as exc:
         print(f"pipeline: error: {exc} (earlier stages are kept; run again to resume)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

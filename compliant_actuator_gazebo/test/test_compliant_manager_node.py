@@ -6,7 +6,6 @@ per-joint LinkState/MotorState messages. It needs the master of rostest, so pyte
 (`__test__ = False`); run it with `rostest compliant_actuator_gazebo compliant_manager.test`.
 """
 import math
-import subprocess
 import sys
 import threading
 import time
@@ -14,6 +13,7 @@ import unittest
 
 import rospy
 import rostest
+from node_startup import start_with
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
@@ -256,12 +256,9 @@ class CompliantManagerNode(unittest.TestCase):
                  (["_robot:=testbot", "_joints:=[{name: j0, mode: 9}]"], "'mode' must be an integer"),
                  ([*layout, "_robot_description:=<robot/>"], "<robot> has no name attribute")]
         for i, (args, expected) in enumerate(cases):
-            done = subprocess.run(["rosrun", "compliant_actuator_gazebo", "compliant_manager",
-                                   f"__name:=bad_manager_{i}", *args],
-                                  capture_output=True, text=True, timeout=60)
-            fatal = [line for line in done.stderr.splitlines() if "[FATAL]" in line]
-            self.assertEqual(done.returncode, 1, f"{args}: {done.stderr}")
-            self.assertEqual(len(fatal), 1, f"{args}: {done.stderr}")
+            status, fatal, stderr = start_with("compliant_manager", f"bad_manager_{i}", args)
+            self.assertEqual(status, 1, f"{args}: {stderr}")
+            self.assertEqual(len(fatal), 1, f"{args}: {stderr}")
             self.assertIn(f"/bad_manager_{i}: ", fatal[0])
             self.assertIn(expected, fatal[0])
 

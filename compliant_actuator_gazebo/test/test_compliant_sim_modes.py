@@ -16,7 +16,6 @@ parameters stop a second compliant_sim at start-up with one [FATAL] line and exi
 Needs the master of rostest, so pytest does not collect it (`__test__ = False`).
 """
 import math
-import subprocess
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ import unittest
 
 import rospy
 import rostest
+from node_startup import start_with
 from rosgraph_msgs.msg import Log
 from std_msgs.msg import Float64
 
@@ -213,12 +213,9 @@ class TestCompliantSimModes(unittest.TestCase):
                  (["_initial_inputs:={joint_m3: {preset: 0.2}}"], "unknown inputs ['preset']"),
                  (["_robot_description:=<robot"], "robot description: not well-formed XML")]
         for i, (args, expected) in enumerate(cases):
-            done = subprocess.run(["rosrun", "compliant_actuator_gazebo", "compliant_sim",
-                                   f"__name:=bad_sim_{i}", *args],
-                                  capture_output=True, text=True, timeout=60)
-            fatal = [line for line in done.stderr.splitlines() if "[FATAL]" in line]
-            self.assertEqual(done.returncode, 1, f"{args}: {done.stderr}")
-            self.assertEqual(len(fatal), 1, f"{args}: {done.stderr}")
+            status, fatal, stderr = start_with("compliant_sim", f"bad_sim_{i}", args)
+            self.assertEqual(status, 1, f"{args}: {stderr}")
+            self.assertEqual(len(fatal), 1, f"{args}: {stderr}")
             self.assertIn(f"/bad_sim_{i}: ", fatal[0])
             self.assertIn(expected, fatal[0])
 

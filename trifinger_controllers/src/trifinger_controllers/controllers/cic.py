@@ -356,6 +356,8 @@ class CartesianImpedanceController(Controller):
         self._matrix_value = np.eye(3)
         self.phase = Phase.ABOVE
         self.regrasps = 0
+        self._band_key: Optional[tuple[float, float]] = None
+        self._band: Optional[tuple[float, float]] = None
         p = self._p
         self._stiffness = np.array([p.stiffness_xy, p.stiffness_xy, p.stiffness_z])
         self._weight = np.array([0.0, 0.0, p.weight_feedforward * CUBE_MASS * GRAVITY / N_FINGERS])
@@ -454,7 +456,7 @@ class CartesianImpedanceController(Controller):
             self._last_stamp = pose.stamp
             error = then - self.seen_position(pose, then)
             self._lead = float(np.linalg.norm(error))
-            placed = pose_filter.height_band(pose) is not None and np.array_equal(then, goal)
+            placed = self._height_band(pose) is not None and np.array_equal(then, goal)
             if self._lead < INTEGRAL_ERROR_LIMIT and not placed:
                 step = without_windup(p.integral_gain * period * error, self._windup)
                 self._integral = np.clip(self._integral + step, -p.integral_limit, p.integral_limit)
@@ -466,13 +468,20 @@ class CartesianImpedanceController(Controller):
                 self._slip += rate * (matrix_rotation_vector(seen) - self._slip)
         return then
 
-    @staticmethod
-    def seen_position(pose: CubePose, then: np.ndarray) -> np.ndarray:
+    def _height_band(self, pose: CubePose) -> Optional[tuple[float, float]]:
+        """:func:`pose_filter.height_band` of ``pose``, computed once per image (the control
+        calls between two images see the same estimate)."""
+        key = (pose.stamp, float(pose.position[2]))
+        if key != self._band_key:
+            self._band_key, self._band = key, pose_filter.height_band(pose)
+        return self._band
+
+    def seen_position(self, pose: CubePose, then: np.ndarray) -> np.ndarray:
         """The cube position the image shows; for an estimate the pose filter snapped to the
         floor, the height is x_g's at the image's time ``then`` within the band the snap allows
         (:func:`pose_filter.height_band`: the image bounds the height, it does not measure it)."""
         position = np.asarray(pose.position, dtype=float)
-        band = pose_filter.height_band(pose)
+        band = self._height_band(pose)
         if band is None:
             return position
         seen = position.copy()

@@ -11,7 +11,9 @@ from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
 from sim2real_pipeline.evaluation import (errors_of, load_datasets, mse, random_sets, task_replays,
                                           task_trajectories)
-from sim2real_pipeline.files import read_json, write_json
+from sim2real_checks.outputs import write_json
+
+from sim2real_pipeline.files import read_json
 from sim2real_pipeline.gate import decide_chain
 from sim2real_pipeline.splits import HELD_OUT, TEST, VALIDATION, task_repeats
 from sim2real_pipeline.workdir import StageRecord
@@ -85,7 +87,7 @@ def evaluate(ctx: Context) -> StageRecord:
         "adopted": adopted, "task_adopted": task_adopted, "kernel_stage": kernel_stage,
     }
     path = ctx.work.path("evaluation.json")
-    write_json(path, figures)
+    write_json(path, figures, sort_keys=False)
     return StageRecord("evaluate", "", {"evaluation": path},
                        {"adopted": adopted, "task_adopted": task_adopted})
 

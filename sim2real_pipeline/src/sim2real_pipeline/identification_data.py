@@ -11,7 +11,8 @@ from typing import Sequence
 import numpy as np
 
 from sim2real_pipeline.errors import PipelineError
-from sim2real_pipeline.files import atomic_path
+from sim2real_checks.outputs import atomic_path
+
 
 
 def write_identification_data(bag: str, trajectory_ids: Sequence[int], out: str,

@@ -24,7 +24,9 @@ import yaml
 from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
 from sim2real_pipeline.evaluation import task_trajectories
-from sim2real_pipeline.files import atomic_path, read_json
+from sim2real_checks.outputs import atomic_path
+
+from sim2real_pipeline.files import read_json
 from sim2real_pipeline.settings import PipelineSettings
 from sim2real_pipeline.splits import TRAIN, task_repeats
 from sim2real_pipeline.workdir import StageRecord

@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from sim2real_pipeline.files import write_json
+from sim2real_checks.outputs import write_json
+
 
 
 def fingerprint(settings: Mapping[str, Any], upstream: Mapping[str, str]) -> str:
@@ -76,7 +77,7 @@ class WorkDir:
 
     def save(self, record: StageRecord) -> None:
         """Write the record atomically."""
-        write_json(self._record_path(record.stage), record.to_dict())
+        write_json(self._record_path(record.stage), record.to_dict(), sort_keys=False)
 
     def forget(self, stage: str) -> None:
         """Drop a stage's record (it will run again)."""

@@ -4,11 +4,12 @@ spin until shutdown, then close what it holds (physics, a robot connection)."""
 from __future__ import annotations
 
 import gc
-from typing import Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 import rospy
 
 NodeT = TypeVar("NodeT")
+ConfigT = TypeVar("ConfigT")
 
 
 def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None] = lambda node: rospy.spin(),
@@ -40,3 +41,20 @@ def run_node(name: str, make: Callable[[], NodeT], spin: Callable[[NodeT], None]
     finally:
         close(node)
     return node
+
+
+def mapping_param(name: str, from_mapping: Callable[[Any, str], ConfigT],
+                  from_file: Callable[[Optional[str]], ConfigT]) -> ConfigT:
+    """A node's structured configuration (CONTRIBUTING.md, "Nodes"): the YAML mapping the launch
+    file loaded under the private parameter ``name`` (``<rosparam file=... ns="name"/>``), read by
+    ``from_mapping(value, source)``. A string is the old way, a file path (kept for one release,
+    with a warning): ``from_file(path)``; an absent or empty parameter: ``from_file(None)``, the
+    package's default file. Anything else is the package's error, raised by ``from_mapping``."""
+    value = rospy.get_param(name, None)
+    if value is None or value == "":
+        return from_file(None)
+    if isinstance(value, str):
+        rospy.logwarn(f"{rospy.resolve_name(name)}: a file path is deprecated; load the YAML onto the "
+                      f"parameter server in the launch file (<rosparam file=\"{value}\" ns=\"{name.lstrip('~')}\"/>)")
+        return from_file(value)
+    return from_mapping(value, f"parameter {rospy.resolve_name(name)}")

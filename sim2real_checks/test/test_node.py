@@ -1,0 +1,59 @@
+"""sim2real_checks.node.mapping_param: a mapping, a file path (the old way) or nothing."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pytest
+import rospy
+
+from sim2real_checks.node import mapping_param
+
+
+class BadConfig(ValueError):
+    pass
+
+
+def from_mapping(raw: Any, source: str) -> tuple[str, Any]:
+    if not isinstance(raw, dict):
+        raise BadConfig(f"{source}: expected a mapping, got {type(raw).__name__}")
+    return ("mapping", raw)
+
+
+def from_file(path: Optional[str]) -> tuple[str, Any]:
+    return ("file", path)
+
+
+@pytest.fixture
+def params(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    monkeypatch.setattr(rospy, "get_param", lambda name, default=None: values.get(name, default))
+    monkeypatch.setattr(rospy, "resolve_name", lambda name: "/node/" + name.lstrip("~"))
+    warnings: list[str] = []
+    monkeypatch.setattr(rospy, "logwarn", warnings.append)
+    values["__warnings__"] = warnings
+    return values
+
+
+def test_a_mapping_goes_to_from_mapping_with_its_source(params: dict[str, Any]) -> None:
+    params["~limits"] = {"velocity": [1.0]}
+    assert mapping_param("~limits", from_mapping, from_file) == ("mapping", {"velocity": [1.0]})
+    assert params["__warnings__"] == []
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_absent_or_empty_reads_the_default_file(params: dict[str, Any], value: Any) -> None:
+    if value is not None:
+        params["~limits"] = value
+    assert mapping_param("~limits", from_mapping, from_file) == ("file", None)
+
+
+def test_a_path_still_works_with_a_warning(params: dict[str, Any]) -> None:
+    params["~limits"] = "/some/limits.yaml"
+    assert mapping_param("~limits", from_mapping, from_file) == ("file", "/some/limits.yaml")
+    assert len(params["__warnings__"]) == 1 and "deprecated" in params["__warnings__"][0]
+
+
+def test_a_scalar_is_the_packages_error(params: dict[str, Any]) -> None:
+    params["~limits"] = 3
+    with pytest.raises(BadConfig, match="/node/limits: expected a mapping, got int"):
+        mapping_param("~limits", from_mapping, from_file)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sim2real_checks.cli import ToolParser, add_common, run
-from sim2real_checks.outputs import plain, write_json
+from sim2real_checks.outputs import output_folder, plain, write_json
 
 
 class ToolError(Exception):
@@ -79,3 +79,11 @@ def test_write_json_keeps_the_old_file_when_the_figures_cannot_be_written(tmp_pa
     assert os.listdir(tmp_path) == ["out.json"]
     write_json(str(path), {"nan": float("nan"), "inf": np.array([1.0, np.inf])}, allow_nan=False)
     assert json.loads(path.read_text()) == {"nan": None, "inf": [1.0, None]}     # strict JSON
+
+
+def test_output_folder_creates_the_folder_or_names_the_flag(tmp_path):
+    output_folder(str(tmp_path / "a" / "b" / "out.yaml"), "--out")
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.raises(OSError, match=r"^--out: cannot create its folder: "):
+        output_folder(str(tmp_path / "file" / "out.yaml"), "--out")

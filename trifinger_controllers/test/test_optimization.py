@@ -81,7 +81,10 @@ CLI = load_cli()
 
 
 def run_cli_inprocess(capsys, *args):
-    """The script's ``__main__`` path in-process: its exit status and stderr."""
+    """The script's ``__main__`` path in-process: its exit status and stderr (without the import
+    banners of the simulation's libraries, which the script silences at the file-descriptor level)."""
+    from trifinger_controllers import evaluation, optimization  # noqa: F401
+    capsys.readouterr()
     with pytest.raises(SystemExit) as exited:
         run(lambda argv: CLI.main(list(args)), prog="optimize", errors=(TrifingerError,))
     return exited.value.code, capsys.readouterr().err
@@ -178,12 +181,12 @@ def test_cli_rejects_bad_intervals(tmp_path, capsys, content, message):
     intervals.write_text(content)
     code, stderr = run_cli_inprocess(
         capsys, "--controller", "mp", "--level", "3", "--iterations", "1", "--episodes", "1",
-        "--intervals", str(intervals), "--out", str(tmp_path / "p.yaml"),
+        "--intervals", str(intervals), "--out", str(tmp_path / "out" / "p.yaml"),
         "--json", str(tmp_path / "o.json"))
     assert code == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("optimize: error: ") and message in lines[0], stderr
-    assert not (tmp_path / "p.yaml").exists()
+    assert not (tmp_path / "out").exists()   # a rejected command leaves nothing behind
 
 
 @pytest.mark.parametrize("args, message", [

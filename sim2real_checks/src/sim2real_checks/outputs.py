@@ -26,6 +26,16 @@ def plain(value: Any, finite: bool = False) -> Any:
     return value
 
 
+def output_folder(path: str, flag: str) -> None:
+    """Create the folder of the output ``path`` (a tool's ``flag``); call it once the inputs are
+    checked, so a rejected command leaves nothing behind, and before the long work, so an output
+    that cannot be written fails at once. OSError: one line naming ``flag``."""
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"{flag}: cannot create its folder: {exc}") from None
+
+
 @contextlib.contextmanager
 def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
     """A temporary path beside ``path`` (ending in ``suffix``, for writers that insist on an

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import yaml
-from sim2real_checks.outputs import plain
+from sim2real_checks.outputs import atomic_path, plain
 
 from diffnea_ros.errors import ConsistencyError, DiffneaError, UrdfError
 
@@ -223,25 +222,14 @@ def export_yaml(links: Mapping[str, LinkInertial],
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename, so
-    readers never see a half-written file. Raises :class:`DiffneaError` on failure."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write ``text`` to ``path`` atomically (``sim2real_checks.outputs.atomic_path``): readers
+    never see a half-written file. Its folder must exist; :class:`DiffneaError` on failure."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise DiffneaError(f"cannot write {path}: its folder does not exist")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise DiffneaError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise DiffneaError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

@@ -9,7 +9,6 @@ Stored as an npz of plain arrays, readable with ``np.load(path, allow_pickle=Fal
 """
 from __future__ import annotations
 
-import os
 import zipfile
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
@@ -22,6 +21,7 @@ from panda_sim2real.limits import JointLimits
 from panda_sim2real.normalisation import JointLimitScaler
 from panda_sim2real.pair_bag import PairRecording
 from panda_sim2real.trajectory_generation import KINDS
+from sim2real_checks.outputs import atomic_path
 
 CARTESIAN = "cartesian"
 DATA_KINDS = KINDS
@@ -123,16 +123,8 @@ class Dataset:
             "skipped_messages": np.array(int(self.skipped_messages)),
         }
         arrays.update({SCALER_PREFIX + k: v for k, v in self.scaler.to_arrays().items()})
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        tmp = f"{path}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                np.savez_compressed(f, **arrays)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.savez_compressed(f, **arrays)
 
     @classmethod
     def load(cls, path: str) -> "Dataset":

@@ -29,6 +29,7 @@ from panda_sim2real.alignment import Progress
 from panda_sim2real.bag_layout import EVENT_START, EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
 from panda_sim2real.errors import BagError
 from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
+from sim2real_checks.outputs import atomic_path
 from realeasy_ros.model import RealeasyModel
 from realeasy_ros.networks import PRECISE
 from panda_sim2real.joint_state_bag import BAG_READ_ERRORS, unreadable_bag
@@ -213,10 +214,6 @@ def correct_bag(in_path: str, model: RealeasyModel, out_path: str,
         raise BagError(f"bag not found: {in_path}")
     if _same_file(in_path, out_path):
         raise BagError(f"the output bag {out_path} is the input bag; write to another file")
-    folder = os.path.dirname(os.path.abspath(out_path))
-    tmp = f"{out_path}.tmp"
-    if _same_file(in_path, tmp):
-        raise BagError(f"the temporary output {tmp} would be the input bag; choose another output")
     try:
         with rosbag.Bag(in_path, "r") as bag:
             topics = bag.get_type_and_topic_info().topics
@@ -236,14 +233,9 @@ def correct_bag(in_path: str, model: RealeasyModel, out_path: str,
                 raise BagError(f"bag {in_path}: {SIM_TOPIC} is sampled at {rate:.4g} Hz "
                                f"(median), the model at {model.rate:g} Hz")
             corrected, sequences = correct_stream(model, stream)
-            os.makedirs(folder, exist_ok=True)
-            try:
+            with atomic_path(out_path) as tmp:   # its folder created; the old bag kept on failure
                 copied, written = _write_corrected(
                     bag, tmp, stream, corrected, JointStateLayout(model.joint_names), progress)
-                os.replace(tmp, out_path)
-            finally:
-                if os.path.exists(tmp):
-                    os.remove(tmp)
     except rosbag.ROSBagUnindexedException as exc:
         raise BagError(f"bag {in_path} has no index, it looks truncated (recording "
                        f"interrupted?); try 'rosbag reindex {in_path}'") from exc

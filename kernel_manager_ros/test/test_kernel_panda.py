@@ -25,6 +25,7 @@ from panda_sim2real.collection import CollectionRequest, run_collection
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.robot import SimulatedRobot
 from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+from panda_sim2real.work_cycle import DEFAULT_WORK_CYCLE_FILE, TASK
 
 SPEC = StateSpec.from_yaml(PANDA_TOPICS)
 LIMITS = JointLimits.from_yaml()
@@ -192,3 +193,22 @@ def test_layout_without_velocities_keeps_the_simulators(trajectories):
     np.testing.assert_array_equal(q, np.arange(7.0))
     np.testing.assert_array_equal(qd, np.full(7, 3.0))
     assert dataclasses.is_dataclass(layout)
+
+
+def test_a_work_cycle_bag_reads_as_task_trajectories(tmp_path):
+    """`collect --task-repeats` pairs (panda_sim2real's work cycle, kind "task") are histories too."""
+    import yaml
+
+    with open(DEFAULT_WORK_CYCLE_FILE, encoding="utf-8") as f:
+        cycle = yaml.safe_load(f)
+    cycle.update({"velocity_scaling": [0.9, 1.0], "rest_before": 0.1, "rest_after": 0.2,
+                  "dwell": {"pick": 0.1, "place": 0.1}})   # short: full speed, short rests
+    (tmp_path / "cycle.yaml").write_text(yaml.safe_dump(cycle))
+    path = str(tmp_path / "tasks.bag")
+    run_collection(CollectionRequest(out=path, trajectories=2, seed=1, kinds=(TASK,),
+                                     work_cycle=str(tmp_path / "cycle.yaml"), show_progress=False))
+    trajectories, label = read_pair_trajectories(path, SPEC, LIMITS)
+    assert label == "reality stand-in"
+    assert [t.kind for t in trajectories] == [TASK] * 2
+    h_sim, _ = histories(trajectories, LAYOUT, 0.01)
+    assert np.unique(h_sim.episodes).size == 2

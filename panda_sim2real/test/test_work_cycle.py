@@ -1,6 +1,6 @@
 """The repeated task set (work_cycle.py): settings errors, repeats that chain at home at rest,
 small bounded seeded variations, the exact motion limits, and `collect --task-repeats` into a
-pair bag that panda_sim2real's and kernel_manager_ros's readers take."""
+pair bag that panda_sim2real's readers take (kernel_manager_ros's reader: its test_kernel_panda.py)."""
 import dataclasses
 import json
 import os
@@ -237,16 +237,6 @@ def test_the_data_set_leaves_task_pairs_out(task_bag):
                                 + recording.pairs[1:])
     dataset = build_dataset(mixed, LIMITS)
     assert list(dataset.kinds) == ["multi"] and dataset.skipped_pairs == 0
-
-
-def test_kernel_manager_reads_the_task_bag(task_bag):
-    panda = pytest.importorskip("kernel_manager_ros.panda")
-    from kernel_manager_ros.state_spec import StateSpec
-
-    trajectories, label = panda.read_pair_trajectories(
-        task_bag, StateSpec.from_yaml(panda.PANDA_TOPICS), LIMITS)
-    assert label == "reality stand-in"
-    assert [t.kind for t in trajectories] == [TASK] * 3
 
 
 @pytest.mark.parametrize("args, message", [

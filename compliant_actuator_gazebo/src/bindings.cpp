@@ -46,15 +46,19 @@ const Fields<SeaParams>& fields() {
 }
 template <>
 const Fields<QbMoveParams>& fields() {
-  static const Fields<QbMoveParams> f = {{"k1", &QbMoveParams::k1}, {"a1", &QbMoveParams::a1},
-                                         {"k2", &QbMoveParams::k2}, {"a2", &QbMoveParams::a2},
+  static const Fields<QbMoveParams> f = {{"k1", &QbMoveParams::k1},
+                                         {"a1", &QbMoveParams::a1},
+                                         {"k2", &QbMoveParams::k2},
+                                         {"a2", &QbMoveParams::a2},
                                          {"max_deflection", &QbMoveParams::max_deflection}};
   return f;
 }
 template <>
 const Fields<BavsParams>& fields() {
-  static const Fields<BavsParams> f = {{"a", &BavsParams::a}, {"b", &BavsParams::b},
-                                       {"k", &BavsParams::k}, {"ke", &BavsParams::ke},
+  static const Fields<BavsParams> f = {{"a", &BavsParams::a},
+                                       {"b", &BavsParams::b},
+                                       {"k", &BavsParams::k},
+                                       {"ke", &BavsParams::ke},
                                        {"max_deflection", &BavsParams::max_deflection}};
   return f;
 }
@@ -156,8 +160,8 @@ void assign_kwargs(T& t, const std::string& name, const py::kwargs& kwargs) {
       }
     }
     if (!found) {
-      throw py::type_error(name + "() got an unexpected keyword argument '" + key + "' (fields: " +
-                           field_list<T>() + ")");
+      throw py::type_error(name + "() got an unexpected keyword argument '" + key +
+                           "' (fields: " + field_list<T>() + ")");
     }
   }
 }
@@ -181,11 +185,14 @@ py::class_<T> bind_struct(py::module_& m, const std::string& name, const std::st
     }
     return true;
   });
-  cls.def("as_dict", [](const T& t) {
-    py::dict d;
-    for (const auto& [field, member] : fields<T>()) d[py::str(field)] = t.*member;
-    return d;
-  }, "The fields as a dict.");
+  cls.def(
+      "as_dict",
+      [](const T& t) {
+        py::dict d;
+        for (const auto& [field, member] : fields<T>()) d[py::str(field)] = t.*member;
+        return d;
+      },
+      "The fields as a dict.");
   return cls;
 }
 
@@ -235,11 +242,13 @@ class PyActuator : public Actuator {
 
 // A model class: Model(params) or Model(**fields), plus .params.
 template <class Model, class Params>
-py::class_<Model, Actuator, std::shared_ptr<Model>> bind_model(py::module_& m, const std::string& name, const std::string& params_name,
-                const std::string& doc) {
+py::class_<Model, Actuator, std::shared_ptr<Model>> bind_model(py::module_& m,
+                                                               const std::string& name,
+                                                               const std::string& params_name,
+                                                               const std::string& doc) {
   py::class_<Model, Actuator, std::shared_ptr<Model>> cls(m, name.c_str(), doc.c_str());
   cls.def(py::init<const Params&>(), py::arg("params"),
-           ("From a " + params_name + "; ValueError for out-of-domain parameters.").c_str())
+          ("From a " + params_name + "; ValueError for out-of-domain parameters.").c_str())
       .def(py::init([params_name](const py::kwargs& kwargs) {
              Params p{};
              assign_kwargs(p, params_name, kwargs);
@@ -247,8 +256,8 @@ py::class_<Model, Actuator, std::shared_ptr<Model>> bind_model(py::module_& m, c
            }),
            ("Keyword constructor: " + name + "(" + field_list<Params>() + ").").c_str())
       .def_property_readonly("params", &Model::params, "The model's parameters (a copy).")
-      .def("__repr__", [name](const Model& a) { return name + "(" +
-                                                       repr_fields("", a.params()).substr(1); });
+      .def("__repr__",
+           [name](const Model& a) { return name + "(" + repr_fields("", a.params()).substr(1); });
   return cls;
 }
 
@@ -262,8 +271,8 @@ py::object to_array(const std::vector<double>& v) {
 std::string repr_motor_params(const MotorParams& p) {
   return "MotorParams(inertia=" + num(p.inertia) + ", torque_limit=" + num(p.torque_limit) +
          ", velocity_limit=" + num(p.velocity_limit) + ", position_min=" + num(p.position_min) +
-         ", position_max=" + num(p.position_max) + ", friction=" +
-         repr_fields("FrictionParams", p.friction) + ")";
+         ", position_max=" + num(p.position_max) +
+         ", friction=" + repr_fields("FrictionParams", p.friction) + ")";
 }
 
 }  // namespace
@@ -303,8 +312,9 @@ PYBIND11_MODULE(_core, m) {
            "The preset clamped into the model's domain; ValueError for NaN/Inf.")
       .def("max_deflection", &Actuator::max_deflection, "Maximum spring deflection [rad].");
 
-  bind_struct<SeaParams>(m, "SeaParams", "SEA parameters (reference sheet): k [N m/rad], "
-                                         "max_deflection [rad].");
+  bind_struct<SeaParams>(m, "SeaParams",
+                         "SEA parameters (reference sheet): k [N m/rad], "
+                         "max_deflection [rad].");
   bind_struct<QbMoveParams>(m, "QbMoveParams",
                             "qbMove Advanced parameters (reference sheet; identified 2-DoF arm "
                             "values in paper 003 §4.3).");
@@ -314,8 +324,9 @@ PYBIND11_MODULE(_core, m) {
                           "max_deflection [rad].");
   bind_struct<TemplateActuatorParams>(m, "TemplateActuatorParams",
                                       "Parameters of the template (cubic-spring SEA) actuator.");
-  bind_model<Sea, SeaParams>(m, "Sea", "SeaParams",
-                             "Linear SEA: t1 = -k sat(q - theta1), sigma = k (paper 003 Fig. 8 i).");
+  bind_model<Sea, SeaParams>(
+      m, "Sea", "SeaParams",
+      "Linear SEA: t1 = -k sat(q - theta1), sigma = k (paper 003 Fig. 8 i).");
   bind_model<QbMove, QbMoveParams>(
       m, "QbMove", "QbMoveParams",
       "qbMove Advanced: t_i = -k_i sinh(a_i sat(q - theta_i)), theta1,2 = eq +- preset, preset in "
@@ -344,8 +355,8 @@ PYBIND11_MODULE(_core, m) {
                           "defaults J 0.0233, tau_max 6, v_max 6, end stops +-inf).")
       .def(py::init([](double inertia, double torque_limit, double velocity_limit,
                        double position_min, double position_max, const FrictionParams& friction) {
-             return MotorParams{inertia, torque_limit, velocity_limit, position_min, position_max,
-                                friction};
+             return MotorParams{inertia,      torque_limit, velocity_limit,
+                                position_min, position_max, friction};
            }),
            py::arg("inertia") = MotorParams{}.inertia,
            py::arg("torque_limit") = MotorParams{}.torque_limit,
@@ -377,8 +388,8 @@ PYBIND11_MODULE(_core, m) {
       .def("state", &Motor::state, "The MotorState (a copy).")
       .def("params", &Motor::params, "The MotorParams (a copy).")
       .def("__repr__", [](const Motor& mo) {
-        return "Motor(" + repr_fields("state=MotorState", mo.state()) + ", params=" +
-               repr_motor_params(mo.params()) + ")";
+        return "Motor(" + repr_fields("state=MotorState", mo.state()) +
+               ", params=" + repr_motor_params(mo.params()) + ")";
       });
 
   // ---------------------------------------------------------------- PID
@@ -397,8 +408,8 @@ PYBIND11_MODULE(_core, m) {
       .def("integral", &Pid::integral, "integral(e dt), without the gain.")
       .def("derivative", &Pid::derivative, "Filtered d(measurement)/dt.")
       .def("__repr__", [](const Pid& p) {
-        return "Pid(" + repr_fields("gains=PidGains", p.gains()) + ", integral=" +
-               num(p.integral()) + ", derivative=" + num(p.derivative()) + ")";
+        return "Pid(" + repr_fields("gains=PidGains", p.gains()) +
+               ", integral=" + num(p.integral()) + ", derivative=" + num(p.derivative()) + ")";
       });
 
   // ---------------------------------------------------------------- joint
@@ -424,15 +435,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("input_name", &input_name, py::arg("input"), "Topic basename of an input (NS/<name>).");
   m.def("input_from_name", &input_from_name, py::arg("name"),
         "Input of a topic basename; ValueError if unknown.");
-  m.def("mode_inputs", [](int mode) { return mode_inputs(mode_from_int(mode)); }, py::arg("mode"),
-        "Inputs a mode reads (topic order), ExternalTorque last (accepted in every mode).");
+  m.def(
+      "mode_inputs", [](int mode) { return mode_inputs(mode_from_int(mode)); }, py::arg("mode"),
+      "Inputs a mode reads (topic order), ExternalTorque last (accepted in every mode).");
   m.def("mode_from_int", &mode_from_int, py::arg("mode"), "Mode of 0..6; ValueError otherwise.");
-  m.def("has_motor_dynamics", [](int mode) { return has_motor_dynamics(mode_from_int(mode)); },
-        py::arg("mode"), "True for modes 4, 5, 6.");
+  m.def(
+      "has_motor_dynamics", [](int mode) { return has_motor_dynamics(mode_from_int(mode)); },
+      py::arg("mode"), "True for modes 4, 5, 6.");
 
-  py::class_<JointParams>(m, "JointParams",
-                          "Joint parameters: mode, motor1/motor2 (MotorParams), motor_pid (modes "
-                          "5, 6; reference P125 D4.5), link_pid (mode 1; P0.8 D0.2), max_substep [s].")
+  py::class_<JointParams>(
+      m, "JointParams",
+      "Joint parameters: mode, motor1/motor2 (MotorParams), motor_pid (modes "
+      "5, 6; reference P125 D4.5), link_pid (mode 1; P0.8 D0.2), max_substep [s].")
       .def(py::init([](int mode, const MotorParams& motor1, const MotorParams& motor2,
                        const PidGains& motor_pid, const PidGains& link_pid, double max_substep) {
              JointParams p;
@@ -458,15 +472,18 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("link_pid", &JointParams::link_pid)
       .def_readwrite("max_substep", &JointParams::max_substep)
       .def("__repr__", [](const JointParams& p) {
-        return "JointParams(mode=" + std::to_string(static_cast<int>(p.mode)) + ", motor1=" +
-               repr_motor_params(p.motor1) + ", motor2=" + repr_motor_params(p.motor2) +
-               ", motor_pid=" + repr_fields("PidGains", p.motor_pid) + ", link_pid=" +
-               repr_fields("PidGains", p.link_pid) + ", max_substep=" + num(p.max_substep) + ")";
+        return "JointParams(mode=" + std::to_string(static_cast<int>(p.mode)) +
+               ", motor1=" + repr_motor_params(p.motor1) +
+               ", motor2=" + repr_motor_params(p.motor2) +
+               ", motor_pid=" + repr_fields("PidGains", p.motor_pid) +
+               ", link_pid=" + repr_fields("PidGains", p.link_pid) +
+               ", max_substep=" + num(p.max_substep) + ")";
       });
 
-  py::class_<JointOutput>(m, "JointOutput",
-                          "Outputs of CompliantJoint: link_torque (incl. external torque), spring "
-                          "(t1, t2), stiffness, deflection q - theta1, reference_1/2, motor1/2, time.")
+  py::class_<JointOutput>(
+      m, "JointOutput",
+      "Outputs of CompliantJoint: link_torque (incl. external torque), spring "
+      "(t1, t2), stiffness, deflection q - theta1, reference_1/2, motor1/2, time.")
       .def(py::init<>())
       .def_readonly("link_torque", &JointOutput::link_torque)
       .def_readonly("spring", &JointOutput::spring)
@@ -479,11 +496,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("time", &JointOutput::time)
       .def("__repr__", [](const JointOutput& o) {
         return "JointOutput(time=" + num(o.time) + ", link_torque=" + num(o.link_torque) +
-               ", spring=" + repr_fields("SpringTorques", o.spring) + ", stiffness=" +
-               num(o.stiffness) + ", deflection=" + num(o.deflection) + ", reference_1=" +
-               num(o.reference_1) + ", reference_2=" + num(o.reference_2) + ", motor1=" +
-               repr_fields("MotorState", o.motor1) + ", motor2=" +
-               repr_fields("MotorState", o.motor2) + ")";
+               ", spring=" + repr_fields("SpringTorques", o.spring) +
+               ", stiffness=" + num(o.stiffness) + ", deflection=" + num(o.deflection) +
+               ", reference_1=" + num(o.reference_1) + ", reference_2=" + num(o.reference_2) +
+               ", motor1=" + repr_fields("MotorState", o.motor1) +
+               ", motor2=" + repr_fields("MotorState", o.motor2) + ")";
       });
 
   py::class_<CompliantJoint>(
@@ -500,15 +517,19 @@ PYBIND11_MODULE(_core, m) {
            "Motors at rest where the link at q is at equilibrium; next update only computes.")
       .def("set_input", &CompliantJoint::set_input, py::arg("input"), py::arg("value"),
            "Store an input; False (old value kept) for NaN/Inf; presets are clamped.")
-      .def("set_input",
-           [](CompliantJoint& j, const std::string& name, double value) {
-             return j.set_input(input_from_name(name), value);
-           },
-           py::arg("name"), py::arg("value"), "Same, by topic basename (e.g. 'stiffness_preset').")
+      .def(
+          "set_input",
+          [](CompliantJoint& j, const std::string& name, double value) {
+            return j.set_input(input_from_name(name), value);
+          },
+          py::arg("name"), py::arg("value"), "Same, by topic basename (e.g. 'stiffness_preset').")
       .def("input", &CompliantJoint::input, py::arg("input"))
-      .def("input", [](const CompliantJoint& j, const std::string& name) {
-             return j.input(input_from_name(name));
-           }, py::arg("name"))
+      .def(
+          "input",
+          [](const CompliantJoint& j, const std::string& name) {
+            return j.input(input_from_name(name));
+          },
+          py::arg("name"))
       .def("update", &CompliantJoint::update, py::arg("time"), py::arg("q"), py::arg("qd") = 0.0,
            "Advance to absolute time with the link at (q, qd); returns the link torque. "
            "ValueError for non-finite input.")
@@ -523,13 +544,15 @@ PYBIND11_MODULE(_core, m) {
       .def("__repr__", [](py::object self) {
         const auto& j = self.cast<const CompliantJoint&>();
         return "CompliantJoint(actuator=" + py::repr(self.attr("actuator")()).cast<std::string>() +
-               ", mode=" + std::to_string(static_cast<int>(j.mode())) + ", time=" +
-               num(j.output().time) + ", link_torque=" + num(j.output().link_torque) + ")";
+               ", mode=" + std::to_string(static_cast<int>(j.mode())) +
+               ", time=" + num(j.output().time) + ", link_torque=" + num(j.output().link_torque) +
+               ")";
       });
 
   // ---------------------------------------------------------------- factory
   m.def("actuator_types", &actuator_types,
-        "The actuator types: the built-in ones, then those registered since (load_actuator_library).");
+        "The actuator types: the built-in ones, then those registered since "
+        "(load_actuator_library).");
   m.def("load_actuator_library", &load_actuator_library, py::arg("path"),
         "Loads a shared library of user actuators (COMPLIANT_REGISTER_ACTUATOR, "
         "actuator_registry.hpp) and returns the types it registered ([] if loaded before); then "
@@ -539,19 +562,21 @@ PYBIND11_MODULE(_core, m) {
         "Parameter (plugin tag) names of an actuator type.");
   m.def("joint_parameter_names", &joint_parameter_names,
         "Parameter (plugin tag) names of make_joint_params.");
-  m.def("make_actuator",
-        [](const std::string& type, const std::map<std::string, double>& params) {
-          return make_actuator(type, params);
-        },
-        py::arg("type"), py::arg("params") = std::map<std::string, double>{},
-        "Actuator by type and parameter dict; ValueError for unknown type/name or bad value.");
+  m.def(
+      "make_actuator",
+      [](const std::string& type, const std::map<std::string, double>& params) {
+        return make_actuator(type, params);
+      },
+      py::arg("type"), py::arg("params") = std::map<std::string, double>{},
+      "Actuator by type and parameter dict; ValueError for unknown type/name or bad value.");
   m.def("make_joint_params", &make_joint_params, py::arg("mode"),
         py::arg("params") = std::map<std::string, double>{},
         "JointParams by mode and parameter dict; ValueError for bad mode/name/value.");
 
   // ---------------------------------------------------------------- plugin block
-  py::class_<BlockTag>(m, "BlockTag", "One child element of a plugin block: name, text, "
-                                      "has_children (the XML reader's view of it).")
+  py::class_<BlockTag>(m, "BlockTag",
+                       "One child element of a plugin block: name, text, "
+                       "has_children (the XML reader's view of it).")
       .def(py::init([](std::string name, std::string text, bool has_children) {
              return BlockTag{std::move(name), std::move(text), has_children};
            }),
@@ -576,9 +601,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("joint_params", &PluginSettings::joint_params)
       .def_readonly("actuator", &PluginSettings::actuator)
       .def_readonly("params", &PluginSettings::params);
-  m.def("parse_plugin_block", &parse_plugin_block, py::arg("tags"),
-        py::arg("default_namespace"), py::arg("check_joint") = nullptr,
-        py::arg("where") = "plugin",
+  m.def("parse_plugin_block", &parse_plugin_block, py::arg("tags"), py::arg("default_namespace"),
+        py::arg("check_joint") = nullptr, py::arg("where") = "plugin",
         "The one parser of plugin blocks, shared with the Gazebo plugin: a list of BlockTag, "
         "the namespace when the block gives none, check_joint(name) -> '' or why the joint "
         "cannot carry the actuator (None: no check), where (prefix of the messages) -> "
@@ -588,21 +612,22 @@ PYBIND11_MODULE(_core, m) {
   bind_struct<OneDofLink>(m, "OneDofLink",
                           "Pendulum link (paper 003 Fig. 8): inertia J, mass_length m l (gravity "
                           "torque -m l g sin q, q = 0 hanging down), damping c, gravity g.");
-  m.def("simulate_one_dof",
-        [](CompliantJoint& joint, const OneDofLink& link, double q0, double qd0, double dt,
-           double duration) {
-          const OneDofTrace tr = simulate_one_dof(joint, link, q0, qd0, dt, duration);
-          py::dict out;
-          out["time"] = to_array(tr.time);
-          out["q"] = to_array(tr.q);
-          out["qd"] = to_array(tr.qd);
-          out["link_torque"] = to_array(tr.link_torque);
-          out["energy"] = to_array(tr.energy);
-          return out;
-        },
-        py::arg("joint"), py::arg("link"), py::arg("q0"), py::arg("qd0") = 0.0, py::arg("dt"),
-        py::arg("duration"),
-        "Semi-implicit Euler of the pendulum on the joint from the joint's current time; returns "
-        "a dict of float64 arrays time, q, qd, link_torque, energy (link KE + gravity PE + "
-        "elastic + simulated motors' KE).");
+  m.def(
+      "simulate_one_dof",
+      [](CompliantJoint& joint, const OneDofLink& link, double q0, double qd0, double dt,
+         double duration) {
+        const OneDofTrace tr = simulate_one_dof(joint, link, q0, qd0, dt, duration);
+        py::dict out;
+        out["time"] = to_array(tr.time);
+        out["q"] = to_array(tr.q);
+        out["qd"] = to_array(tr.qd);
+        out["link_torque"] = to_array(tr.link_torque);
+        out["energy"] = to_array(tr.energy);
+        return out;
+      },
+      py::arg("joint"), py::arg("link"), py::arg("q0"), py::arg("qd0") = 0.0, py::arg("dt"),
+      py::arg("duration"),
+      "Semi-implicit Euler of the pendulum on the joint from the joint's current time; returns "
+      "a dict of float64 arrays time, q, qd, link_torque, energy (link KE + gravity PE + "
+      "elastic + simulated motors' KE).");
 }

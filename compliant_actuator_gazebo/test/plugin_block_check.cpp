@@ -57,7 +57,8 @@ std::string number(double value) {
 
 std::string pairs(const std::map<std::string, double>& values) {
   std::string out;
-  for (const auto& [name, value] : values) out += (out.empty() ? "" : ",") + name + "=" + number(value);
+  for (const auto& [name, value] : values)
+    out += (out.empty() ? "" : ",") + name + "=" + number(value);
   return out;
 }
 

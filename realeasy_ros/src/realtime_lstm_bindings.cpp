@@ -25,7 +25,10 @@ namespace {
 // True for the PEP 3118 format of a native float64 ("d", "@d", "=d", or "<d" on little endian).
 bool is_float64(const char* format) {
   if (format == nullptr) return false;
-  const bool little = [] { const int one = 1; return *reinterpret_cast<const char*>(&one) == 1; }();
+  const bool little = [] {
+    const int one = 1;
+    return *reinterpret_cast<const char*>(&one) == 1;
+  }();
   if (format[0] == '@' || format[0] == '=' || (format[0] == '<' && little)) ++format;
   return std::strcmp(format, "d") == 0;
 }
@@ -141,19 +144,18 @@ One-step unidirectional LSTM stack + dense layer on physical joint states, carry
 every layer between calls (paper 000 Algorithms 2-3, eq. 2-7). Built from float64 arrays: the
 weights of a torch nn.LSTM (gate order i, f, g, o) per layer, Linear(hidden -> features), and
 the joint-limit scaler (lower, scale = upper - lower). ValueError for inconsistent shapes.)doc")
-      .def(py::init([](const std::vector<py::buffer>& weight_ih,
-                       const std::vector<py::buffer>& weight_hh,
-                       const std::vector<py::buffer>& bias_ih,
-                       const std::vector<py::buffer>& bias_hh, const py::buffer& dense_weight,
-                       const py::buffer& dense_bias, const py::buffer& lower,
-                       const py::buffer& scale) {
-             return RealtimeLstm(to_matrices(weight_ih, 2, "weight_ih"),
-                                 to_matrices(weight_hh, 2, "weight_hh"),
-                                 to_vectors(bias_ih, "bias_ih"), to_vectors(bias_hh, "bias_hh"),
-                                 to_matrix(dense_weight, 2, "dense_weight"),
-                                 to_vector(dense_bias, "dense_bias"), to_vector(lower, "lower"),
-                                 to_vector(scale, "scale"));
-           }),
+      .def(py::init(
+               [](const std::vector<py::buffer>& weight_ih,
+                  const std::vector<py::buffer>& weight_hh, const std::vector<py::buffer>& bias_ih,
+                  const std::vector<py::buffer>& bias_hh, const py::buffer& dense_weight,
+                  const py::buffer& dense_bias, const py::buffer& lower, const py::buffer& scale) {
+                 return RealtimeLstm(to_matrices(weight_ih, 2, "weight_ih"),
+                                     to_matrices(weight_hh, 2, "weight_hh"),
+                                     to_vectors(bias_ih, "bias_ih"), to_vectors(bias_hh, "bias_hh"),
+                                     to_matrix(dense_weight, 2, "dense_weight"),
+                                     to_vector(dense_bias, "dense_bias"), to_vector(lower, "lower"),
+                                     to_vector(scale, "scale"));
+               }),
            py::arg("weight_ih"), py::arg("weight_hh"), py::arg("bias_ih"), py::arg("bias_hh"),
            py::arg("dense_weight"), py::arg("dense_bias"), py::arg("lower"), py::arg("scale"))
       .def(

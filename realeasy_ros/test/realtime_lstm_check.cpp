@@ -2,8 +2,6 @@
 // step() must not touch the heap (malloc, calloc and realloc are counted) and must equal a naive
 // reference implementation of eq. (2)-(7) with separate W_ih, W_hh products.
 // Prints "ok <ns per step>" and exits 0, or prints the failure and exits 1.
-#include "realeasy_ros/realtime_lstm.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -11,6 +9,8 @@
 #include <cstdlib>
 #include <random>
 #include <vector>
+
+#include "realeasy_ros/realtime_lstm.hpp"
 
 // Every heap allocation goes through malloc/calloc/realloc (operator new and Eigen's
 // aligned_malloc included): count them, forwarding to glibc's allocator.
@@ -77,7 +77,9 @@ struct Reference {
   int features, hidden;
   std::vector<std::vector<double>> h, c;
   Reference(const Weights& weights, int f, int hd)
-      : w(weights), features(f), hidden(hd),
+      : w(weights),
+        features(f),
+        hidden(hd),
         h(weights.w_ih.size(), std::vector<double>(hd, 0.0)),
         c(weights.w_ih.size(), std::vector<double>(hd, 0.0)) {}
   std::vector<double> step(const std::vector<double>& x) {

@@ -1,5 +1,6 @@
-"""The repository's linter (issue 21): ruff with ruff.toml over every tracked Python file, the
-extension-less tools and nodes (a python shebang) included. A failure lists the findings."""
+"""The repository's linters (issue 21): ruff with ruff.toml over every tracked Python file, the
+extension-less tools and nodes (a python shebang) included; clang-format with .clang-format over
+every tracked C++ file (a check: it changes nothing). A failure lists the findings."""
 import os
 import shutil
 import subprocess
@@ -10,13 +11,17 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def tracked_files():
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    return [name for name in tracked.decode().split("\0") if name]
+
+
 def python_files():
     """Tracked ``*.py`` files and tracked files whose first line is a python shebang."""
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     files = []
-    for name in tracked.decode().split("\0"):
+    for name in tracked_files():
         path = os.path.join(ROOT, name)
-        if not name or not os.path.isfile(path):
+        if not os.path.isfile(path):
             continue
         if name.endswith(".py"):
             files.append(name)
@@ -38,3 +43,15 @@ def test_python_files_pass_the_linter():
                           "--no-cache", "--output-format", "concise", *files],
                          cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+
+
+def test_cpp_files_are_formatted():
+    if shutil.which("git") is None or not os.path.isdir(os.path.join(ROOT, ".git")):
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    files = [f for f in tracked_files() if f.endswith((".cpp", ".hpp", ".h"))
+             and os.path.isfile(os.path.join(ROOT, f))]
+    assert "compliant_actuator_gazebo/src/core/pid.cpp" in files and len(files) > 20
+    binary = os.path.join(os.path.dirname(sys.executable), "clang-format")
+    out = subprocess.run([binary if os.path.exists(binary) else "clang-format", "--dry-run", "--Werror",
+                          "--style=file", *files], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-6000:]

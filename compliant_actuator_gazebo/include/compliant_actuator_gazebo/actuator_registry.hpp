@@ -61,8 +61,8 @@ P fill_params(const std::string& who, const FieldTable<P>& table,
     if (found == table.end()) {
       std::string known;
       for (const auto& entry : table) known += (known.empty() ? "" : ", ") + entry.first;
-      throw std::invalid_argument("unknown " + who + " parameter '" + name + "' (known: " +
-                                  known + ")");
+      throw std::invalid_argument("unknown " + who + " parameter '" + name + "' (known: " + known +
+                                  ")");
     }
     if (!std::isfinite(value)) {
       throw std::invalid_argument(who + " parameter '" + name + "' must be finite, got " +
@@ -98,12 +98,11 @@ bool register_at_load(const std::function<void()>& registration) noexcept;
 #define COMPLIANT_REGISTRY_CONCAT(a, b) COMPLIANT_REGISTRY_CONCAT2(a, b)
 /// At namespace scope in a .cpp: registers Model (constructor from Params) as `type` with the
 /// (tag name, &Params::field) pairs that follow, when the library or program is loaded.
-#define COMPLIANT_REGISTER_ACTUATOR(Model, Params, type, ...)                                \
-  namespace {                                                                               \
-  const bool COMPLIANT_REGISTRY_CONCAT(compliant_actuator_registered_, __LINE__) =          \
-      ::compliant::detail::register_at_load([] {                                            \
-        ::compliant::register_actuator<Model, Params>(type,                                 \
-                                                      ::compliant::FieldTable<Params>{      \
-                                                          __VA_ARGS__});                    \
-      });                                                                                   \
+#define COMPLIANT_REGISTER_ACTUATOR(Model, Params, type, ...)                                    \
+  namespace {                                                                                    \
+  const bool COMPLIANT_REGISTRY_CONCAT(compliant_actuator_registered_,                           \
+                                       __LINE__) = ::compliant::detail::register_at_load([] {    \
+    ::compliant::register_actuator<Model, Params>(type,                                          \
+                                                  ::compliant::FieldTable<Params>{__VA_ARGS__}); \
+  });                                                                                            \
   }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-
 #include <string>
 
 #include "compliant_actuator_gazebo/actuator.hpp"
@@ -14,8 +13,8 @@ namespace compliant {
 
 /// Linear series elastic actuator: d = sat(q - theta1), t1 = -k d, sigma = k, E = k d^2 / 2.
 struct SeaParams {
-  double k = 10.0;               ///< spring stiffness [N m/rad]
-  double max_deflection = 0.8;   ///< [rad]
+  double k = 10.0;              ///< spring stiffness [N m/rad]
+  double max_deflection = 0.8;  ///< [rad]
 };
 
 class Sea final : public Actuator {
@@ -70,9 +69,9 @@ class AntagonisticActuator : public Actuator {
 /// qbMove Advanced (agonistic-antagonistic VSA): d_i = sat(q - theta_i),
 /// t_i = -k_i sinh(a_i d_i), sigma = sum a_i k_i cosh(a_i d_i), E_i = k_i/a_i (cosh(a_i d_i) - 1).
 struct QbMoveParams {
-  double k1 = 0.0019, a1 = 8.9992;   ///< spring 1: [N m], [1/rad]
-  double k2 = 0.0019, a2 = 8.9992;   ///< spring 2
-  double max_deflection = 0.8;       ///< [rad]
+  double k1 = 0.0019, a1 = 8.9992;  ///< spring 1: [N m], [1/rad]
+  double k2 = 0.0019, a2 = 8.9992;  ///< spring 2
+  double max_deflection = 0.8;      ///< [rad]
 };
 
 class QbMove final : public AntagonisticActuator {
@@ -94,10 +93,10 @@ class QbMove final : public AntagonisticActuator {
 /// E_i = k/ke (b e^{ke d1} + a e^{-ke d1} - 2 sqrt(ab)) (and mirrored for spring 2): each spring's
 /// energy is 0 at its own unloaded length (the springs are pre-loaded at d_i = 0 by design).
 struct BavsParams {
-  double a = 1.21e-6, b = 2.38e-6;   ///< [-]
-  double k = 1.6e5;                  ///< [N m]
-  double ke = 8.71;                  ///< [1/rad]
-  double max_deflection = 0.27;      ///< [rad]
+  double a = 1.21e-6, b = 2.38e-6;  ///< [-]
+  double k = 1.6e5;                 ///< [N m]
+  double ke = 8.71;                 ///< [1/rad]
+  double max_deflection = 0.27;     ///< [rad]
 };
 
 class Bavs final : public AntagonisticActuator {
@@ -120,10 +119,10 @@ class Bavs final : public AntagonisticActuator {
 /// Motor 2 positions the pivot; it feels no spring reaction (t2 = 0): the lever mechanism is
 /// assumed non-backdrivable.
 struct AwasParams {
-  double ks = 10.0;              ///< spring constant [N/m] as in the sheet
-  double lever_length = 0.05;    ///< L [m]
-  double r_t = 0.015;            ///< r_t [m]
-  double max_deflection = 0.3;   ///< [rad]
+  double ks = 10.0;             ///< spring constant [N/m] as in the sheet
+  double lever_length = 0.05;   ///< L [m]
+  double r_t = 0.015;           ///< r_t [m]
+  double max_deflection = 0.3;  ///< [rad]
 };
 
 class Awas final : public Actuator {

@@ -27,8 +27,15 @@ enum class Mode : int {
 };
 
 enum class Input : int {
-  TorqueCommand, LinkCommand, Reference1, Reference2, EquilibriumPosition, StiffnessPreset,
-  Motor1Command, Motor2Command, ExternalTorque
+  TorqueCommand,
+  LinkCommand,
+  Reference1,
+  Reference2,
+  EquilibriumPosition,
+  StiffnessPreset,
+  Motor1Command,
+  Motor2Command,
+  ExternalTorque
 };
 constexpr int kInputCount = 9;
 /// Longest world step integrated: kMaxSubsteps * max_substep (10 s by default); a longer dt is a
@@ -50,9 +57,13 @@ struct JointParams {
   Mode mode = Mode::EquilibriumPreset;
   MotorParams motor1, motor2;
   PidGains motor_pid{125.0, 0.0, 4.5, 0.002, 6.0, 1.0};  ///< on motor position (modes 5, 6)
-  PidGains link_pid{0.8, 0.0, 0.2, 0.002, std::numeric_limits<double>::infinity(),
+  PidGains link_pid{0.8,
+                    0.0,
+                    0.2,
+                    0.002,
+                    std::numeric_limits<double>::infinity(),
                     std::numeric_limits<double>::infinity()};  ///< on link position (mode 1)
-  double max_substep = 1e-3;  ///< internal motor sub-step [s]
+  double max_substep = 1e-3;                                   ///< internal motor sub-step [s]
 };
 
 struct JointOutput {
@@ -61,7 +72,7 @@ struct JointOutput {
   double stiffness = 0.0;    ///< -d tau/dq: model stiffness (2-6), link PID p (1), 0 (0)
   double deflection = 0.0;   ///< q - theta1 (modes 2-6), 0 otherwise
   double reference_1 = 0.0, reference_2 = 0.0;  ///< motor position references in use (2,3,5,6)
-  MotorState motor1, motor2;  ///< zero where a motor is not simulated
+  MotorState motor1, motor2;                    ///< zero where a motor is not simulated
   double time = 0.0;
 };
 

@@ -11,11 +11,11 @@
 namespace compliant {
 
 struct FrictionParams {
-  double viscous = 0.2698;           ///< D [N m s/rad] (applied implicitly by Motor)
-  double coulomb = 0.0;              ///< [N m], smoothed by tanh(v / coulomb_velocity)
-  double coulomb_velocity = 1e-3;    ///< [rad/s]
-  double bristle_stiffness = 1000.0; ///< K of the bristle/Dahl model [N m/rad] (0: off)
-  double bristle_torque = 0.02;      ///< tau_s [N m]: |theta - w| <= tau_s / K
+  double viscous = 0.2698;            ///< D [N m s/rad] (applied implicitly by Motor)
+  double coulomb = 0.0;               ///< [N m], smoothed by tanh(v / coulomb_velocity)
+  double coulomb_velocity = 1e-3;     ///< [rad/s]
+  double bristle_stiffness = 1000.0;  ///< K of the bristle/Dahl model [N m/rad] (0: off)
+  double bristle_torque = 0.02;       ///< tau_s [N m]: |theta - w| <= tau_s / K
 };
 
 /// std::invalid_argument for negative or non-finite values (coulomb_velocity must be > 0).

@@ -13,9 +13,9 @@
 namespace compliant {
 
 struct MotorParams {
-  double inertia = 0.0233;       ///< J [kg m^2] (reflected to the link)
-  double torque_limit = 6.0;     ///< |tau_m| <= torque_limit [N m]
-  double velocity_limit = 6.0;   ///< |thd| <= velocity_limit [rad/s]
+  double inertia = 0.0233;      ///< J [kg m^2] (reflected to the link)
+  double torque_limit = 6.0;    ///< |tau_m| <= torque_limit [N m]
+  double velocity_limit = 6.0;  ///< |thd| <= velocity_limit [rad/s]
   double position_min = -std::numeric_limits<double>::infinity();  ///< mechanical end stop
   double position_max = std::numeric_limits<double>::infinity();   ///< mechanical end stop
   FrictionParams friction;
@@ -26,8 +26,8 @@ void validate(const MotorParams& p, const std::string& who = "motor");
 
 struct MotorState {
   double position = 0.0, velocity = 0.0;
-  double anchor = 0.0;   ///< bristle anchor w of eq. 8
-  double torque = 0.0;   ///< applied motor torque after saturation
+  double anchor = 0.0;  ///< bristle anchor w of eq. 8
+  double torque = 0.0;  ///< applied motor torque after saturation
 };
 
 class Motor {

@@ -32,7 +32,7 @@ class Pid {
   /// Non-finite arguments -> std::invalid_argument.
   double update(double reference, double measurement, double dt);
   const PidGains& gains() const { return gains_; }
-  double integral() const { return integral_; }   ///< integral(e dt) (without the gain)
+  double integral() const { return integral_; }      ///< integral(e dt) (without the gain)
   double derivative() const { return derivative_; }  ///< filtered d(measurement)/dt
 
  private:

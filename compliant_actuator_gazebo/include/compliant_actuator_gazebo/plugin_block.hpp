@@ -49,11 +49,11 @@ using JointCheck = std::function<std::string(const std::string& joint)>;
 /// Parses and validates one block, in this order: each child once and holding a value; the
 /// required <joint>, <actuator>, <operationMode> present and not empty; the joint
 /// (check_joint); the optional <actuatorLibrary> loaded (load_actuator_library: the shared
-/// library of a user's actuator types); the actuator type (built-in or registered); the mode (an integer 0..6); <robotNamespace> (default
-/// default_namespace, '/' at either end dropped) a ROS name; every other child a number (inf
-/// and nan are read; the factory decides) named as a parameter of this actuator type or of the
-/// joint; then the factory's checks, naming the tag that fails on its own. PluginBlockError
-/// (one line, prefixed by where) for the first problem.
+/// library of a user's actuator types); the actuator type (built-in or registered); the mode (an
+/// integer 0..6); <robotNamespace> (default default_namespace, '/' at either end dropped) a ROS
+/// name; every other child a number (inf and nan are read; the factory decides) named as a
+/// parameter of this actuator type or of the joint; then the factory's checks, naming the tag that
+/// fails on its own. PluginBlockError (one line, prefixed by where) for the first problem.
 PluginSettings parse_plugin_block(const std::vector<BlockTag>& tags,
                                   const std::string& default_namespace,
                                   const JointCheck& check_joint, const std::string& where);

@@ -5,9 +5,9 @@
 // compliant::Actuator, write the spring law once as a SpringEval (force, stiffness, energy as
 // functions of the deflection), let compliant::saturate() handle max_deflection, and pass the
 // model to CompliantJoint -- motors, PID, modes 0-6 and the ROS/Gazebo/PyBullet front ends come for
-// free once the model is registered by name (step 6, actuator_registry.hpp). This header is compiled into the Python module as cag.TemplateActuator and checked by
-// test/test_core_models.py (analytic stiffness and energy against finite differences), so it
-// cannot rot.
+// free once the model is registered by name (step 6, actuator_registry.hpp). This header is
+// compiled into the Python module as cag.TemplateActuator and checked by test/test_core_models.py
+// (analytic stiffness and energy against finite differences), so it cannot rot.
 //
 // The example: an SEA with a hardening cubic spring, t1 = -(k d + k3 d^3), d = sat(q - theta1).
 #pragma once
@@ -40,8 +40,8 @@ class TemplateActuator final : public Actuator {
   // 3. The spring law (tauFElastic): force, stiffness and energy of the deflection.
   SpringEval spring(double q, double theta1) const {
     return saturate(q - theta1, p_.max_deflection, [this](double d) {
-      return SpringEval{p_.k * d + p_.k3 * d * d * d,              // U'(d)
-                        p_.k + 3.0 * p_.k3 * d * d,                // U''(d)
+      return SpringEval{p_.k * d + p_.k3 * d * d * d,                        // U'(d)
+                        p_.k + 3.0 * p_.k3 * d * d,                          // U''(d)
                         0.5 * p_.k * d * d + 0.25 * p_.k3 * d * d * d * d};  // U(d)
     });
   }
@@ -52,9 +52,7 @@ class TemplateActuator final : public Actuator {
   double stiffness(double q, double theta1, double) const override {
     return spring(q, theta1).stiffness;
   }
-  double energy(double q, double theta1, double) const override {
-    return spring(q, theta1).energy;
-  }
+  double energy(double q, double theta1, double) const override { return spring(q, theta1).energy; }
   // 4. The reference map (eqPres2Refs) and the preset's domain (unused here).
   MotorReferences references(double equilibrium, double) const override {
     return {equilibrium, 0.0};

@@ -22,9 +22,7 @@ SpringEval Sea::spring(double q, double theta1) const {
 SpringTorques Sea::torques(double q, double theta1, double) const {
   return {-spring(q, theta1).force, 0.0};
 }
-double Sea::stiffness(double q, double theta1, double) const {
-  return spring(q, theta1).stiffness;
-}
+double Sea::stiffness(double q, double theta1, double) const { return spring(q, theta1).stiffness; }
 double Sea::energy(double q, double theta1, double) const { return spring(q, theta1).energy; }
 MotorReferences Sea::references(double equilibrium, double) const { return {equilibrium, 0.0}; }
 double Sea::check_preset(double preset) const {
@@ -76,7 +74,8 @@ Bavs::Bavs(const BavsParams& params) : params_(params) {
 namespace {
 // Exponential antagonistic spring of deflection d = theta - q with torque on the link
 // f(d) = k (c_plus e^{ke d} - c_minus e^{-ke d}) = U'(d), U = k/ke (c_plus e^{ke d} +
-// c_minus e^{-ke d} - 2 sqrt(c_plus c_minus)) >= 0, U'' = k ke (c_plus e^{ke d} + c_minus e^{-ke d}).
+// c_minus e^{-ke d} - 2 sqrt(c_plus c_minus)) >= 0, U'' = k ke (c_plus e^{ke d} + c_minus e^{-ke
+// d}).
 SpringEval exp_spring(double delta, const BavsParams& p, double c_plus, double c_minus) {
   const double floor = 2.0 * std::sqrt(c_plus * c_minus);
   return saturate(delta, p.max_deflection, [&p, c_plus, c_minus, floor](double d) {

@@ -24,25 +24,38 @@ const ModeSpec& spec(Mode mode) {
   static const std::array<ModeSpec, 7> table = {{
       {ReferenceSource::None, MotorModel::None, LinkTorque::Command, {Input::TorqueCommand}},
       {ReferenceSource::None, MotorModel::None, LinkTorque::LinkPid, {Input::LinkCommand}},
-      {ReferenceSource::Inputs, MotorModel::Kinematic, LinkTorque::Spring,
+      {ReferenceSource::Inputs,
+       MotorModel::Kinematic,
+       LinkTorque::Spring,
        {Input::Reference1, Input::Reference2}},
-      {ReferenceSource::EquilibriumPreset, MotorModel::Kinematic, LinkTorque::Spring,
+      {ReferenceSource::EquilibriumPreset,
+       MotorModel::Kinematic,
+       LinkTorque::Spring,
        {Input::EquilibriumPosition, Input::StiffnessPreset}},
-      {ReferenceSource::None, MotorModel::DynamicTorque, LinkTorque::Spring,
+      {ReferenceSource::None,
+       MotorModel::DynamicTorque,
+       LinkTorque::Spring,
        {Input::Motor1Command, Input::Motor2Command}},
-      {ReferenceSource::Inputs, MotorModel::DynamicPid, LinkTorque::Spring,
+      {ReferenceSource::Inputs,
+       MotorModel::DynamicPid,
+       LinkTorque::Spring,
        {Input::Reference1, Input::Reference2}},
-      {ReferenceSource::EquilibriumPreset, MotorModel::DynamicPid, LinkTorque::Spring,
+      {ReferenceSource::EquilibriumPreset,
+       MotorModel::DynamicPid,
+       LinkTorque::Spring,
        {Input::EquilibriumPosition, Input::StiffnessPreset}},
   }};
   return table[static_cast<int>(mode)];
 }
 
 constexpr std::array<const char*, kInputCount> kInputNames = {
-    "torque_command", "link_command", "reference_1", "reference_2", "equilibrium_position",
-    "stiffness_preset", "motor_1_command", "motor_2_command", "external_torque"};
+    "torque_command",  "link_command",         "reference_1",
+    "reference_2",     "equilibrium_position", "stiffness_preset",
+    "motor_1_command", "motor_2_command",      "external_torque"};
 
-bool is_dynamic(MotorModel m) { return m == MotorModel::DynamicTorque || m == MotorModel::DynamicPid; }
+bool is_dynamic(MotorModel m) {
+  return m == MotorModel::DynamicTorque || m == MotorModel::DynamicPid;
+}
 
 }  // namespace
 
@@ -72,14 +85,17 @@ std::vector<Input> mode_inputs(Mode mode) {
   return inputs;
 }
 
-bool has_motor_dynamics(Mode mode) { return is_dynamic(spec(mode_from_int(static_cast<int>(mode))).motors); }
+bool has_motor_dynamics(Mode mode) {
+  return is_dynamic(spec(mode_from_int(static_cast<int>(mode))).motors);
+}
 
 CompliantJoint::CompliantJoint(std::shared_ptr<const Actuator> actuator, const JointParams& params)
     : actuator_(std::move(actuator)), params_(params) {
   if (!actuator_) throw std::invalid_argument("CompliantJoint needs an actuator, got null");
   mode_from_int(static_cast<int>(params_.mode));
   if (actuator_->motors() < 1 || actuator_->motors() > 2) {
-    throw std::invalid_argument("actuator '" + actuator_->type() + "' must have 1 or 2 motors, got " +
+    throw std::invalid_argument("actuator '" + actuator_->type() +
+                                "' must have 1 or 2 motors, got " +
                                 std::to_string(actuator_->motors()));
   }
   require_nonnegative("max_substep", params_.max_substep, true);
@@ -101,8 +117,7 @@ void CompliantJoint::reset(double q, double time) {
   if (!std::isfinite(q) || !std::isfinite(time)) {
     throw std::invalid_argument("CompliantJoint::reset needs finite q and time");
   }
-  const MotorReferences rest =
-      actuator_->references(q, input(Input::StiffnessPreset));
+  const MotorReferences rest = actuator_->references(q, input(Input::StiffnessPreset));
   motors_[0].reset(rest.theta1);
   motors_[1].reset(rest.theta2);
   motor_pids_[0].reset(motors_[0].state().position);
@@ -144,9 +159,9 @@ MotorReferences CompliantJoint::position_references() const {
 
 double CompliantJoint::update(double time, double q, double qd) {
   if (!std::isfinite(time) || !std::isfinite(q) || !std::isfinite(qd)) {
-    throw std::invalid_argument("CompliantJoint::update needs finite time, q and qd, got time=" +
-                                std::to_string(time) + " q=" + std::to_string(q) +
-                                " qd=" + std::to_string(qd));
+    throw std::invalid_argument(
+        "CompliantJoint::update needs finite time, q and qd, got time=" + std::to_string(time) +
+        " q=" + std::to_string(q) + " qd=" + std::to_string(qd));
   }
   const ModeSpec& row = spec(params_.mode);
   // First call, clock reset (dt <= 0) or clock jump (more than kMaxSubsteps sub-steps): compute
@@ -173,8 +188,8 @@ double CompliantJoint::update(double time, double q, double qd) {
     for (int s = 0; s < steps; ++s) {
       // The link moves linearly over dt; the spring of this sub-step sees it at its start.
       const double qs = last_q_ + (q - last_q_) * (static_cast<double>(s) / steps);
-      const SpringTorques t = actuator_->torques(qs, motors_[0].state().position,
-                                                 motors_[1].state().position);
+      const SpringTorques t =
+          actuator_->torques(qs, motors_[0].state().position, motors_[1].state().position);
       const double spring[2] = {t.t1, t.t2};
       for (int m = 0; m < n_motors; ++m) {
         const double tau = row.motors == MotorModel::DynamicPid

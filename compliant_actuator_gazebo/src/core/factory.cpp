@@ -83,8 +83,7 @@ ActuatorEntry entry(const std::string& type) {
   }
   std::vector<std::string> types;
   for (const auto& e : r.entries) types.push_back(e.type);
-  throw std::invalid_argument("unknown actuator type '" + type + "' (known: " + join(types) +
-                              ")");
+  throw std::invalid_argument("unknown actuator type '" + type + "' (known: " + join(types) + ")");
 }
 
 bool is_lower_identifier(const std::string& name) {
@@ -99,11 +98,11 @@ bool is_lower_identifier(const std::string& name) {
 // fields by setters.
 using JointSetter = std::function<void(JointParams&, double)>;
 std::vector<std::pair<std::string, JointSetter>> motor_setters(const std::string& prefix,
-                                                               MotorParams JointParams::*motor) {
-  auto m = [motor](double MotorParams::*f) {
+                                                               MotorParams JointParams::* motor) {
+  auto m = [motor](double MotorParams::* f) {
     return JointSetter([motor, f](JointParams& p, double v) { (p.*motor).*f = v; });
   };
-  auto fr = [motor](double FrictionParams::*f) {
+  auto fr = [motor](double FrictionParams::* f) {
     return JointSetter([motor, f](JointParams& p, double v) { (p.*motor).friction.*f = v; });
   };
   return {{prefix + "inertia", m(&MotorParams::inertia)},
@@ -119,9 +118,9 @@ std::vector<std::pair<std::string, JointSetter>> motor_setters(const std::string
 }
 
 std::vector<std::pair<std::string, JointSetter>> pid_setters(const std::string& prefix,
-                                                             PidGains JointParams::*pid,
+                                                             PidGains JointParams::* pid,
                                                              bool integral_limit) {
-  auto g = [pid](double PidGains::*f) {
+  auto g = [pid](double PidGains::* f) {
     return JointSetter([pid, f](JointParams& p, double v) { (p.*pid).*f = v; });
   };
   std::vector<std::pair<std::string, JointSetter>> out = {
@@ -178,8 +177,8 @@ void register_actuator(const std::string& type, const std::vector<std::string>& 
             ? "is given twice"
             : "";
     if (!why.empty()) {
-      throw std::invalid_argument("cannot register " + who + ": parameter name '" + name +
-                                  "' " + why);
+      throw std::invalid_argument("cannot register " + who + ": parameter name '" + name + "' " +
+                                  why);
     }
   }
   Registry& r = registry();
@@ -222,8 +221,8 @@ std::vector<std::string> load_actuator_library(const std::string& path) {
   // Never closed: the registered factories and the actuators they build live in it.
   if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
     const char* why = dlerror();
-    throw std::invalid_argument("cannot load actuator library '" + path + "': " +
-                                (why ? why : "unknown dlopen error"));
+    throw std::invalid_argument("cannot load actuator library '" + path +
+                                "': " + (why ? why : "unknown dlopen error"));
   }
   std::vector<std::string> errors;
   {
@@ -262,8 +261,8 @@ JointParams make_joint_params(int mode, const std::map<std::string, double>& par
       if (s.first == name) setter = &s.second;
     }
     if (setter == nullptr) {
-      throw std::invalid_argument("unknown joint parameter '" + name + "' (known: " +
-                                  join(joint_parameter_names()) + ")");
+      throw std::invalid_argument("unknown joint parameter '" + name +
+                                  "' (known: " + join(joint_parameter_names()) + ")");
     }
     // End stops may be infinite; every other value must be finite.
     const bool stop = name.find("position_m") != std::string::npos;

@@ -50,7 +50,8 @@ void Motor::step(double motor_torque, double spring_torque, double dt) {
   const double tau_b = bristle_torque(f, state_.position, state_.anchor);
   // Implicit damping: viscous D plus the Coulomb secant c(v) evaluated at the old velocity.
   const double damping = f.viscous + coulomb_secant(f, state_.velocity);
-  double v = (state_.velocity + dt / J * (tau_m - spring_torque - tau_b)) / (1.0 + dt * damping / J);
+  double v =
+      (state_.velocity + dt / J * (tau_m - spring_torque - tau_b)) / (1.0 + dt * damping / J);
   if (!std::isfinite(v)) v = 0.0;
   v = std::clamp(v, -params_.velocity_limit, params_.velocity_limit);
   double x = state_.position + dt * v;

@@ -14,8 +14,10 @@ double total_energy(const CompliantJoint& joint, const OneDofLink& link, double 
     e += joint.actuator().energy(q, out.motor1.position, out.motor2.position);
   }
   const int motors = joint.dynamic_motors();
-  if (motors >= 1) e += 0.5 * joint.params().motor1.inertia * out.motor1.velocity * out.motor1.velocity;
-  if (motors >= 2) e += 0.5 * joint.params().motor2.inertia * out.motor2.velocity * out.motor2.velocity;
+  if (motors >= 1)
+    e += 0.5 * joint.params().motor1.inertia * out.motor1.velocity * out.motor1.velocity;
+  if (motors >= 2)
+    e += 0.5 * joint.params().motor2.inertia * out.motor2.velocity * out.motor2.velocity;
   return e;
 }
 

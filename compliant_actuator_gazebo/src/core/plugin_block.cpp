@@ -2,12 +2,13 @@
 // shared by the Gazebo plugin and description.py.
 #include "compliant_actuator_gazebo/plugin_block.hpp"
 
+#include <locale.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <locale.h>
 #include <set>
 #include <utility>
 
@@ -205,8 +206,8 @@ PluginSettings parse_plugin_block(const std::vector<BlockTag>& tags,
   }
   const std::vector<std::string> types = actuator_types();
   if (std::find(types.begin(), types.end(), s.actuator_type) == types.end()) {
-    throw PluginBlockError(at + ": unknown actuator " + quoted(s.actuator_type) + " (known: " +
-                           join(types) + ")");
+    throw PluginBlockError(at + ": unknown actuator " + quoted(s.actuator_type) +
+                           " (known: " + join(types) + ")");
   }
   s.mode = parse_mode(by_name["operationMode"]);
   if (s.mode < 0) {
@@ -238,8 +239,8 @@ PluginSettings parse_plugin_block(const std::vector<BlockTag>& tags,
     if (other_models.count(tag)) {
       std::vector<std::string> sorted = own;
       std::sort(sorted.begin(), sorted.end());
-      throw PluginBlockError(at + ": <" + tag + "> is not a parameter of the " +
-                             s.actuator_type + " model (its parameters: " + join(sorted) + ")");
+      throw PluginBlockError(at + ": <" + tag + "> is not a parameter of the " + s.actuator_type +
+                             " model (its parameters: " + join(sorted) + ")");
     }
     const bool is_actuator = std::find(own.begin(), own.end(), tag) != own.end();
     (is_actuator ? actuator_values : joint_values).emplace_back(tag, number);

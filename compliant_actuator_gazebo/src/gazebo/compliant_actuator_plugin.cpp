@@ -4,26 +4,25 @@
 // only hands the SDF block to the core's parser (plugin_block.hpp, shared with the embedded
 // simulation), moves numbers between ROS, Gazebo and the core, and never crashes the simulator:
 // every configuration error is a gzerr line and the plugin stays inactive.
+#include <compliant_actuator_gazebo/Float64Stamped.h>
+#include <compliant_actuator_gazebo/LinkState.h>
+#include <compliant_actuator_gazebo/MotorState.h>
+#include <ros/callback_queue.h>
+#include <ros/ros.h>
+#include <std_msgs/Float64.h>
+
 #include <atomic>
+#include <compliant_actuator_gazebo/compliant_joint.hpp>
+#include <compliant_actuator_gazebo/plugin_block.hpp>
+#include <gazebo/common/Events.hh>
+#include <gazebo/common/Plugin.hh>
+#include <gazebo/physics/physics.hh>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gazebo/common/Events.hh>
-#include <gazebo/common/Plugin.hh>
-#include <gazebo/physics/physics.hh>
-#include <ros/callback_queue.h>
-#include <ros/ros.h>
-#include <std_msgs/Float64.h>
-
-#include <compliant_actuator_gazebo/Float64Stamped.h>
-#include <compliant_actuator_gazebo/LinkState.h>
-#include <compliant_actuator_gazebo/MotorState.h>
-#include <compliant_actuator_gazebo/compliant_joint.hpp>
-#include <compliant_actuator_gazebo/plugin_block.hpp>
 
 namespace gazebo {
 namespace cag = compliant_actuator_gazebo;
@@ -67,8 +66,9 @@ class CompliantActuatorPlugin : public ModelPlugin {
       for (compliant::Input input : compliant::mode_inputs(core_->mode()))
         used_[static_cast<int>(input)] = true;  // ExternalTorque included
       if (!ros::isInitialized())
-        throw std::runtime_error("ROS is not initialised: load Gazebo's ROS system plugin "
-                                 "libgazebo_ros_api_plugin.so (roslaunch gazebo_ros ...)");
+        throw std::runtime_error(
+            "ROS is not initialised: load Gazebo's ROS system plugin "
+            "libgazebo_ros_api_plugin.so (roslaunch gazebo_ros ...)");
       ns_ = "/" + settings.robot_namespace + "/" + settings.joint;
       nh_ = std::make_unique<ros::NodeHandle>(ns_);  // throws for a name ROS refuses
       nh_->setCallbackQueue(&queue_);
@@ -94,8 +94,8 @@ class CompliantActuatorPlugin : public ModelPlugin {
     queue_thread_ = std::thread([this] {
       while (running_ && nh_->ok()) queue_.callAvailable(ros::WallDuration(0.01));
     });
-    update_ = event::Events::ConnectWorldUpdateBegin(
-        [this](const common::UpdateInfo&) { OnUpdate(); });
+    update_ =
+        event::Events::ConnectWorldUpdateBegin([this](const common::UpdateInfo&) { OnUpdate(); });
     ROS_INFO("%s: %s actuator in operation mode %d", ns_.c_str(), settings.actuator_type.c_str(),
              settings.mode);
   }
@@ -117,7 +117,7 @@ class CompliantActuatorPlugin : public ModelPlugin {
     std::lock_guard<std::mutex> lock(mutex_);
     try {
       if (!core_->set_input(input, value)) {
-      ROS_ERROR_THROTTLE(1.0, "%s/%s: rejected non-finite value %f", ns_.c_str(), name, value);
+        ROS_ERROR_THROTTLE(1.0, "%s/%s: rejected non-finite value %f", ns_.c_str(), name, value);
       } else if (input == compliant::Input::StiffnessPreset && core_->clamped_preset()) {
         ROS_WARN_THROTTLE(1.0, "%s/%s: %f is outside the %s model's domain, clamped to %f",
                           ns_.c_str(), name, value, core_->actuator().type().c_str(),

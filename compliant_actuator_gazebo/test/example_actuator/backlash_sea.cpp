@@ -35,7 +35,7 @@ class BacklashSea final : public compliant::Actuator {
   // 3. The spring law as a function of the deflection; saturate() handles max_deflection.
   compliant::SpringEval spring(double q, double theta1) const {
     return compliant::saturate(q - theta1, p_.max_deflection, [this](double d) {
-      const double engaged = d > p_.backlash ? d - p_.backlash
+      const double engaged = d > p_.backlash    ? d - p_.backlash
                              : d < -p_.backlash ? d + p_.backlash
                                                 : 0.0;
       return compliant::SpringEval{p_.k * engaged, engaged != 0.0 ? p_.k : 0.0,
@@ -48,9 +48,7 @@ class BacklashSea final : public compliant::Actuator {
   double stiffness(double q, double theta1, double) const override {
     return spring(q, theta1).stiffness;
   }
-  double energy(double q, double theta1, double) const override {
-    return spring(q, theta1).energy;
-  }
+  double energy(double q, double theta1, double) const override { return spring(q, theta1).energy; }
   // 4. The reference map and the preset's domain (no preset: a SEA).
   compliant::MotorReferences references(double equilibrium, double) const override {
     return {equilibrium, 0.0};

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <Eigen/Core>
-
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
@@ -59,10 +58,10 @@ class RealtimeLstm {
       check_length(bias_hh[l], gates, "bias_hh" + at);
       Layer layer;
       layer.input = static_cast<int>(in);
-      layer.weight.resize(gates, in + hidden_);          // [W_ih | W_hh]: one product per layer
+      layer.weight.resize(gates, in + hidden_);  // [W_ih | W_hh]: one product per layer
       layer.weight << weight_ih[l], weight_hh[l];
       layer.bias = bias_ih[l] + bias_hh[l];
-      layer.z = Vector::Zero(in + hidden_);               // [x_t or h_t^{l-1}; h_{t-1}^l]
+      layer.z = Vector::Zero(in + hidden_);  // [x_t or h_t^{l-1}; h_{t-1}^l]
       layer.c = Vector::Zero(hidden_);
       layers_.push_back(std::move(layer));
     }
@@ -90,7 +89,7 @@ class RealtimeLstm {
     const Eigen::Index H = hidden_;
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       Layer& layer = layers_[l];
-      gates_.noalias() = layer.weight * layer.z;            // eq. (2)-(5) pre-activations
+      gates_.noalias() = layer.weight * layer.z;  // eq. (2)-(5) pre-activations
       gates_ += layer.bias;
       // sigmoid of all 4H at once, the candidate's block doubled first: tanh(v) = 2 s(2v) - 1
       gates_.segment(2 * H, H) *= 2.0;
@@ -99,10 +98,10 @@ class RealtimeLstm {
       const auto f = gates_.segment(H, H).array();
       const auto g = 2.0 * gates_.segment(2 * H, H).array() - 1.0;
       const auto o = gates_.segment(3 * H, H).array();
-      layer.c.array() = f * layer.c.array() + i * g;        // eq. (6)
-      auto h = layer.z.tail(H);                              // h_{t-1}^l becomes h_t^l
-      h.array() = o * (2.0 / (1.0 + (-2.0 * layer.c.array()).exp()) - 1.0);   // eq. (7)
-      if (l + 1 < layers_.size()) layers_[l + 1].z.head(H) = h;   // input of layer l + 1
+      layer.c.array() = f * layer.c.array() + i * g;  // eq. (6)
+      auto h = layer.z.tail(H);                       // h_{t-1}^l becomes h_t^l
+      h.array() = o * (2.0 / (1.0 + (-2.0 * layer.c.array()).exp()) - 1.0);  // eq. (7)
+      if (l + 1 < layers_.size()) layers_[l + 1].z.head(H) = h;              // input of layer l + 1
     }
     const Layer& last = layers_.back();
     Eigen::Map<Vector> residual(residual_physical, features_);
@@ -134,10 +133,10 @@ class RealtimeLstm {
  private:
   struct Layer {
     int input = 0;
-    Matrix weight;   // (4H x (input + H)) = [W_ih | W_hh]
-    Vector bias;     // (4H) = b_ih + b_hh
-    Vector z;        // (input + H) = [layer input; h]
-    Vector c;        // (H)
+    Matrix weight;  // (4H x (input + H)) = [W_ih | W_hh]
+    Vector bias;    // (4H) = b_ih + b_hh
+    Vector z;       // (input + H) = [layer input; h]
+    Vector c;       // (H)
   };
 
   static double sigmoid(double v) noexcept { return 1.0 / (1.0 + std::exp(-v)); }

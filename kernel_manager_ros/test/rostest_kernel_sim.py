@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """rostest (kernel_sim.test): /kernel_manager/active_kernel is published once per control step
 (10 Hz of simulated time), reports an active kernel (index >= 0) while the vehicle passes the
-kernels' region, and the kernel manager survives malformed messages."""
+kernels' region, and the kernel manager survives malformed messages. The kernel manager runs on
+its state spec as kernel_sim.launch loads it (a mapping under ~config, not a file path)."""
 import math
 import unittest
 
@@ -14,6 +15,12 @@ from kernel_manager_ros.msg import ActiveKernel, VehicleCommand
 
 
 class KernelSim(unittest.TestCase):
+    def test_the_state_spec_is_a_mapping_on_the_parameter_server(self):
+        spec = rospy.get_param("/kernel_manager/config")
+        self.assertIsInstance(spec, dict)
+        self.assertEqual([s["topic"] for s in spec["sensors"]],
+                         ["/vehicle/gps", "/vehicle/gps_vel", "/vehicle/pitch"])
+
     def test_active_kernel_reports_every_step(self):
         reports, totals, relayed = [], [], []
         rospy.Subscriber("/kernel_manager/active_kernel", ActiveKernel, reports.append)

@@ -1,7 +1,8 @@
 """The ROS face of :class:`KernelManager`: the ``kernel_manager`` node (paper 001 §3.2, Fig. 2).
 
 Parameters
-  ~config (str, required)   state spec YAML (state_spec.py): the sensor and action topics
+  ~config (dict, required)  state spec (state_spec.py): the sensor and action topics; the launch
+                            file loads the YAML here (a file path: still accepted, deprecated)
   ~kernels (str, required)  kernel file (kernel_file.py) made for that spec's state layout
   ~set_state (dict)         the simulator's configuration interface for motor kernels:
                               {topic: /vehicle/set_state, type: kernel_manager_ros/VehicleState,
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import io
 import threading
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -36,13 +38,14 @@ from roslib.message import get_message_class
 
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
+from sim2real_checks.node import mapping_param, run_node
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
-from sim2real_checks.node import run_node
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
 from kernel_manager_ros.msg import ActiveKernel
+from kernel_manager_ros.node_params import number_param
 from kernel_manager_ros.state_spec import Channel, FieldPath, StateSpec
 
 ACTIVE_KERNEL = "/kernel_manager/active_kernel"
@@ -94,27 +97,53 @@ class SetStateInterface:
         return msg
 
 
-class KernelManagerNode:
-    def __init__(self) -> None:
-        config_path = rospy.get_param("~config", "")
+def spec_file(path: Optional[str]) -> StateSpec:
+    """The state spec YAML at ``path`` (the old ``~config``); required: no default."""
+    if not path:
+        raise KernelError("parameter ~config (the state spec) must be set: load the YAML in the "
+                          "launch file, <rosparam command=\"load\" file=\"...\" ns=\"config\"/>")
+    return StateSpec.from_yaml(path)
+
+
+@dataclass(frozen=True)
+class ManagerParams:
+    """kernel_manager's parameters (module docstring), read once at start-up."""
+
+    spec: StateSpec
+    kernels_path: str
+    set_state: Optional[Mapping[str, Any]]
+    suffix: str
+    max_abs: float
+
+    @classmethod
+    def from_ros(cls) -> "ManagerParams":
+        """From the parameter server; KernelError naming the parameter otherwise."""
+        spec = mapping_param("~config", StateSpec.from_dict, spec_file)
         kernels_path = rospy.get_param("~kernels", "")
-        if not config_path or not kernels_path:
-            raise KernelError("parameters ~config (state spec YAML) and ~kernels (kernel file) "
-                              "must be set")
-        self.spec = StateSpec.from_yaml(config_path)
+        if not kernels_path or not isinstance(kernels_path, str):
+            raise KernelError(f"parameter ~kernels (a kernel file's path) must be set, got "
+                              f"{kernels_path!r}")
+        suffix = rospy.get_param("~suffix", "_kernel")
+        if not isinstance(suffix, str):
+            raise KernelError(f"~suffix must be a string, got {suffix!r}")
+        return cls(spec, kernels_path, rospy.get_param("~set_state", None) or None, suffix,
+                   number_param("max_abs", MAX_ABS, positive=True))
+
+
+class KernelManagerNode:
+    def __init__(self, params: ManagerParams) -> None:
+        self.spec = params.spec
+        kernels_path = params.kernels_path
         kernels = load_kernels(kernels_path, self.spec.state_names, self.spec.action_names)
         self.manager = KernelManager(kernels)
-        set_state = rospy.get_param("~set_state", None)
-        self.set_state = SetStateInterface(set_state, self.spec.state_names) if set_state \
-            else None
+        self.set_state = SetStateInterface(params.set_state, self.spec.state_names) \
+            if params.set_state else None
         counts = kernels.counts()
         if counts["motor"] and self.set_state is None:
             rospy.logwarn(f"{rospy.get_name()}: {counts['motor']} motor kernels but no "
                           f"~set_state interface: they are reported, not applied")
-        suffix = str(rospy.get_param("~suffix", "_kernel"))
-        self.max_abs = float(rospy.get_param("~max_abs", MAX_ABS))
-        if not self.max_abs > 0:
-            raise KernelError(f"~max_abs must be a number > 0, got {self.max_abs}")
+        suffix = params.suffix
+        self.max_abs = params.max_abs
         self.guard = node_guard()
         self._lock = threading.Lock()
         n_sensors = len(self.spec.sensors)
@@ -205,5 +234,6 @@ class KernelManagerNode:
 
 
 def main() -> None:
-    node = run_node("kernel_manager", KernelManagerNode, errors=(KernelError,))
+    node = run_node("kernel_manager", lambda: KernelManagerNode(ManagerParams.from_ros()),
+                    errors=(KernelError,))
     rospy.loginfo(f"{rospy.get_name()}: {node.steps} steps, {node.applied} kernel applications")

@@ -1,7 +1,8 @@
 """Which topics make the state, the action and the reward (paper 001 eqs. 1-2 and 8).
 
-A YAML file (``StateSpec.from_yaml``) names the sensors SN (their fields span the state space S,
-eq. 2), the control outputs AN (the action space A, eq. 1) and the reward topic::
+A YAML file (``StateSpec.from_yaml``; ``StateSpec.from_dict`` for its content, e.g. the mapping
+a launch file loaded onto the parameter server) names the sensors SN (their fields span the state
+space S, eq. 2), the control outputs AN (the action space A, eq. 1) and the reward topic::
 
     epsilon_c: 0.2            # eq. 8 threshold: states closer than this are the same state
     epsilon_a: 0.05           # the same for actions (optional, default epsilon_c)
@@ -271,19 +272,27 @@ class StateSpec:
         return slices
 
     @classmethod
-    def from_dict(cls, data: Any) -> "StateSpec":
+    def from_dict(cls, data: Any, what: str = "state spec") -> "StateSpec":
+        """The spec from a mapping (a YAML file's content or the mapping the launch file loaded
+        onto the parameter server); KernelError naming ``what`` (the file, the parameter)."""
+        try:
+            return cls._from_mapping(data)
+        except KernelError as exc:
+            raise named(what, exc) from None
+
+    @classmethod
+    def _from_mapping(cls, data: Any) -> "StateSpec":
         if not isinstance(data, Mapping):
-            raise KernelError("the state spec must be a mapping with sensors, actions, reward, "
-                              "epsilon_c")
+            raise KernelError("must be a mapping with sensors, actions, reward, epsilon_c")
         unknown = set(data) - {"sensors", "actions", "reward", "epsilon_c", "epsilon_a"}
         if unknown:
-            raise KernelError(f"state spec: unknown keys {sorted(unknown)}")
+            raise KernelError(f"unknown keys {sorted(unknown)}")
         for key in ("sensors", "actions", "reward", "epsilon_c"):
             if key not in data:
-                raise KernelError(f"state spec: missing key '{key}'")
+                raise KernelError(f"missing key '{key}'")
         for key in ("sensors", "actions"):
             if not isinstance(data[key], list):
-                raise KernelError(f"state spec: '{key}' must be a list of channels")
+                raise KernelError(f"'{key}' must be a list of channels")
         sensors = tuple(Channel.from_dict(c, f"sensor {k}") for k, c in enumerate(data["sensors"]))
         actions = tuple(Channel.from_dict(c, f"action {k}") for k, c in enumerate(data["actions"]))
         reward = Channel.from_dict(data["reward"], "reward")
@@ -292,7 +301,7 @@ class StateSpec:
 
     @classmethod
     def from_yaml(cls, path: Union[str, os.PathLike]) -> "StateSpec":
-        return cls.from_dict(read_yaml(path, "state spec"))
+        return cls.from_dict(read_yaml(path, "state spec"), f"state spec {os.fspath(path)}")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"epsilon_c": float(self.epsilon_c)}
@@ -308,6 +317,13 @@ def read_yaml(path: Union[str, os.PathLike], what: str) -> Any:
     """``yaml.safe_load`` of a file (no code execution: python tags are refused);
     KernelError naming the file when it is missing, unreadable or not valid YAML."""
     return read_yaml_file(path, what, KernelError)
+
+
+def named(what: str, exc: KernelError) -> KernelError:
+    """``exc`` with ``what`` (a configuration's source: a file, a parameter) in front, unless
+    its message already starts with it."""
+    text = str(exc)
+    return exc if text.startswith(what) else KernelError(f"{what}: {text}")
 
 
 def config_section(data: Any, known: Iterable[str], what: str) -> Mapping[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.state_spec import config_section, read_yaml
+from kernel_manager_ros.state_spec import config_section, named, read_yaml
 from kernel_manager_ros.vehicle.model import wrap_angle
 
 
@@ -134,6 +134,9 @@ class MissionConfig:
 
     @classmethod
     def from_dict(cls, data: Any, what: str = "mission config") -> "MissionConfig":
+        """The mission from a mapping (a YAML file's content or the mapping the launch file
+        loaded onto the parameter server); KernelError naming ``what`` (the file, the parameter)
+        otherwise."""
         data = config_section(data, [f.name for f in fields(cls)], what)
         values: dict[str, Any] = {}
         try:
@@ -163,13 +166,13 @@ class MissionConfig:
                 if bad:
                     raise KernelError(f"{what}: unknown program parameters {sorted(bad)}")
                 values["program"] = ProgramParams(**{k: float(v) for k, v in program.items()})
+            return cls(**values)
         except KeyError as exc:
             raise KernelError(f"{what}: a goal lacks key {exc}") from exc
+        except KernelError as exc:
+            raise named(what, exc) from None
         except (TypeError, ValueError) as exc:
-            if isinstance(exc, KernelError):
-                raise
             raise KernelError(f"{what}: {exc}") from exc
-        return cls(**values)
 
     @classmethod
     def from_yaml(cls, path: Union[str, os.PathLike]) -> "MissionConfig":

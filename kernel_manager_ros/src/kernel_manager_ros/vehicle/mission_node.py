@@ -6,7 +6,8 @@ publishes ``/vehicle/cmd`` (kernel_manager_ros/VehicleCommand) and ``/mission/pe
 (std_msgs/Float64, perf(t) of §4) every control step, ``/mission/total_reward``
 (std_msgs/Float64) at the end of each mission, and a reset on ``/vehicle/set_state`` at each
 mission start (a start pose drawn as in §4).
-Parameters: ``~config`` (mission YAML), ``~missions`` (0 = forever), ``~gap`` (s between
+Parameters: ``~config`` (the mission YAML's mapping, loaded by the launch file; a file path is
+still accepted for one release), ``~missions`` (0 = forever), ``~gap`` (s between
 missions), ``~seed``, ``~use_kernel_topics``, ``~pitch_speed_gain`` (overrides the config's, for
 a redesigned program). A sensor message that is not finite, leaves the vehicle's physical range
 or is stamped far after the node's clock (checks.check_sensor) is dropped with one error
@@ -16,17 +17,20 @@ guard's counters are on ``/diagnostics`` at 1 Hz.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.node import mapping_param, run_node
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
-from sim2real_checks.node import run_node
+from kernel_manager_ros.node_params import (flag_param, integer_param, number_param,
+                                            optional_number_param)
 from kernel_manager_ros.vehicle.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
@@ -36,20 +40,44 @@ from kernel_manager_ros.vehicle.messages import (
     command_message, observation, perf_message, reset_message)
 
 KERNEL_SUFFIX = "_kernel"
+DEFAULT_CONFIG = "mission.yaml"
+
+
+def load_config(path: Optional[str]) -> MissionConfig:
+    """The mission YAML at ``path`` (None: config/mission.yaml): the old ``~config``."""
+    return MissionConfig.from_yaml(path or config_path(DEFAULT_CONFIG))
+
+
+@dataclass(frozen=True)
+class MissionParams:
+    """mission's parameters (module docstring), read once at start-up."""
+
+    config: MissionConfig          # ~config with ~pitch_speed_gain applied
+    missions: int
+    gap: float
+    seed: int
+    use_kernel_topics: bool
+
+    @classmethod
+    def from_ros(cls) -> "MissionParams":
+        """From the parameter server; KernelError naming the parameter otherwise."""
+        config = mapping_param("~config", MissionConfig.from_dict, load_config)
+        gain = optional_number_param("pitch_speed_gain", minimum=0.0)
+        if gain is not None:
+            config = config.with_program(pitch_speed_gain=gain)
+        return cls(config, missions=integer_param("missions", 0, minimum=0),
+                   gap=number_param("gap", 2.0, minimum=0.0),
+                   seed=integer_param("seed", 0, minimum=0),
+                   use_kernel_topics=flag_param("use_kernel_topics", False))
 
 
 class MissionNode:
-    def __init__(self) -> None:
-        path = rospy.get_param("~config", "") or config_path("mission.yaml")
-        config = MissionConfig.from_yaml(path)
-        gain = rospy.get_param("~pitch_speed_gain", None)
-        if gain is not None:
-            config = config.with_program(pitch_speed_gain=float(gain))
-        self.config = config
-        self.missions = int(rospy.get_param("~missions", 0))
-        self.gap = float(rospy.get_param("~gap", 2.0))
-        suffix = KERNEL_SUFFIX if rospy.get_param("~use_kernel_topics", False) else ""
-        self.program = MissionProgram(config, np.random.default_rng(int(rospy.get_param("~seed", 0))))
+    def __init__(self, params: MissionParams) -> None:
+        config = self.config = params.config
+        self.missions = params.missions
+        self.gap = params.gap
+        suffix = KERNEL_SUFFIX if params.use_kernel_topics else ""
+        self.program = MissionProgram(config, np.random.default_rng(params.seed))
         self.guard = node_guard()
         self._lock = threading.Lock()
         self._latest: dict[str, Any] = {}
@@ -125,4 +153,5 @@ class MissionNode:
 
 
 def main() -> None:
-    run_node("mission", MissionNode, MissionNode.spin, errors=(KernelError,))
+    run_node("mission", lambda: MissionNode(MissionParams.from_ros()), MissionNode.spin,
+             errors=(KernelError,))

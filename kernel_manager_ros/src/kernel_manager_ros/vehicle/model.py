@@ -30,7 +30,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.state_spec import config_section, read_yaml
+from kernel_manager_ros.state_spec import config_section, named, read_yaml
 
 #: |x|, |y| a set_state may ask for [m]: the missions stay within tens of metres of the origin; a
 #: position beyond this is a broken request (e.g. 1e308), not a place the vehicle can be.
@@ -191,6 +191,9 @@ class VehicleConfig:
 
     @classmethod
     def from_dict(cls, data: Any, what: str = "vehicle config") -> "VehicleConfig":
+        """The configuration from a mapping (a YAML file's content or the mapping the launch
+        file loaded onto the parameter server); KernelError naming ``what`` (the file, the
+        parameter) otherwise."""
         data = config_section(data, ("vehicle", "sensors", "ramp", "physics_rate", "seed",
                                      "label"), what)
         try:
@@ -201,9 +204,9 @@ class VehicleConfig:
                 ramp=None if ramp is None else _dataclass_from(Ramp, ramp, f"{what}: ramp"),
                 physics_rate=float(data.get("physics_rate", 100.0)),
                 seed=int(data.get("seed", 0)), label=str(data.get("label", "design")))
+        except KernelError as exc:
+            raise named(what, exc) from None
         except (TypeError, ValueError) as exc:
-            if isinstance(exc, KernelError):
-                raise
             raise KernelError(f"{what}: {exc}") from exc
 
     @classmethod

@@ -7,7 +7,8 @@ Topics (relative to the node's namespace, ``/vehicle`` in vehicle.launch):
   subscribes ``cmd`` (kernel_manager_ros/VehicleCommand) and ``set_state``
   (kernel_manager_ros/VehicleState: the configuration interface the kernel manager uses for motor
   kernels, and the mission's reset at each mission start).
-Parameters: ``~config`` (vehicle YAML), ``~gps_rate`` (Hz, overrides the config), ``~seed``,
+Parameters: ``~config`` (the vehicle YAML's mapping, loaded by the launch file; a file path is
+still accepted for one release), ``~gps_rate`` (Hz, overrides the config), ``~seed``,
 ``~publish_clock`` (be the clock source: publish /clock at the physics rate, paced by
 ``~real_time_factor``, 0 = as fast as possible); otherwise the simulation follows ROS time.
 A command or set-state that is not finite or leaves the model's physical bounds
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Optional
 
 import rospy
@@ -27,10 +29,12 @@ from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
+from sim2real_checks.node import mapping_param, run_node
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
-from sim2real_checks.node import run_node
+from kernel_manager_ros.node_params import (flag_param, integer_param, number_param,
+                                            optional_number_param)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle.checks import VehicleBounds, check_command, check_set_state
 from kernel_manager_ros.vehicle.messages import attitude_message, gps_messages, to_time
@@ -39,18 +43,38 @@ from kernel_manager_ros.vehicle.model import GpsFix, VehicleConfig, VehicleModel
 DEFAULT_CONFIG = "vehicle_design.yaml"
 
 
+def load_config(path: Optional[str]) -> VehicleConfig:
+    """The vehicle YAML at ``path`` (None: config/vehicle_design.yaml): the old ``~config``."""
+    return VehicleConfig.from_yaml(path or config_path(DEFAULT_CONFIG))
+
+
+@dataclass(frozen=True)
+class VehicleSimParams:
+    """vehicle_sim's parameters (module docstring), read once at start-up."""
+
+    config: VehicleConfig          # ~config with ~gps_rate and ~seed applied
+    publish_clock: bool
+    real_time_factor: float
+
+    @classmethod
+    def from_ros(cls) -> "VehicleSimParams":
+        """From the parameter server; KernelError naming the parameter otherwise."""
+        config = mapping_param("~config", VehicleConfig.from_dict, load_config)
+        gps_rate = optional_number_param("gps_rate", minimum=0.0)   # 0: as configured
+        try:
+            config = config.with_overrides(gps_rate=gps_rate or None)
+        except KernelError as exc:    # a rate that does not divide the physics rate
+            raise KernelError(f"~gps_rate: {exc}") from None
+        config = config.with_overrides(seed=integer_param("seed", None, minimum=0))
+        return cls(config, flag_param("publish_clock", False),
+                   number_param("real_time_factor", 1.0, minimum=0.0))
+
+
 class VehicleSimNode:
-    def __init__(self) -> None:
-        path = rospy.get_param("~config", "") or config_path(DEFAULT_CONFIG)
-        gps_rate = rospy.get_param("~gps_rate", 0.0)
-        seed = rospy.get_param("~seed", None)
-        self.config = VehicleConfig.from_yaml(path).with_overrides(
-            gps_rate=float(gps_rate) if gps_rate else None,
-            seed=int(seed) if seed is not None else None)
-        self.publish_clock = bool(rospy.get_param("~publish_clock", False))
-        self.real_time_factor = float(rospy.get_param("~real_time_factor", 1.0))
-        if self.real_time_factor < 0:
-            raise KernelError("~real_time_factor must be >= 0")
+    def __init__(self, params: VehicleSimParams) -> None:
+        self.config = params.config
+        self.publish_clock = params.publish_clock
+        self.real_time_factor = params.real_time_factor
         self.bounds = VehicleBounds.of(self.config.vehicle)
         self.guard = node_guard()
         self._lock = threading.Lock()
@@ -64,9 +88,8 @@ class VehicleSimNode:
         self._set_state_topic = rospy.Subscriber("set_state", VehicleState, self._on_set_state,
                                                  queue_size=10).resolved_name
         self.diagnostics = GuardDiagnostics(self.guard)
-        rospy.loginfo("%s: %s, GPS %.1f Hz, ramp %s, config %s", rospy.get_name(),
-                      self.config.label, self.config.sensors.gps_rate,
-                      "yes" if self.config.ramp else "no", path)
+        rospy.loginfo("%s: %s, GPS %.1f Hz, ramp %s", rospy.get_name(), self.config.label,
+                      self.config.sensors.gps_rate, "yes" if self.config.ramp else "no")
 
     # ------------------------------------------------------------------------- callbacks
     def _on_command(self, msg: VehicleCommand) -> None:
@@ -141,4 +164,5 @@ class VehicleSimNode:
 
 
 def main() -> None:
-    run_node("vehicle_sim", VehicleSimNode, VehicleSimNode.spin, errors=(KernelError,))
+    run_node("vehicle_sim", lambda: VehicleSimNode(VehicleSimParams.from_ros()),
+             VehicleSimNode.spin, errors=(KernelError,))

@@ -131,6 +131,13 @@ class CompliantManagerNode(unittest.TestCase):
         time.sleep(0.3)   # anything extra would arrive now
         return {topic: msg.data for topic, msg in self.inputs.take()}
 
+    def test_0_layout_is_the_mapping_the_launch_file_loaded(self):
+        """compliant_manager.test loads the layout YAML as ~config (<rosparam ns="config">): the
+        node reads that mapping (test_1 checks the routing of every joint it names)."""
+        config = rospy.get_param("/compliant_manager/config")
+        self.assertEqual(config["robot"], ROBOT)
+        self.assertEqual([j["name"] for j in config["joints"]], JOINTS)
+
     def test_1_fan_out_per_mode(self):
         r1 = [1.0 + 0.1 * m for m in range(7)]
         r2 = [-2.0 - 0.1 * m for m in range(7)]
@@ -254,6 +261,9 @@ class CompliantManagerNode(unittest.TestCase):
                  ([*layout, "_publish_rate:=often"], "got 'often'"),
                  (["_config:=/nonexistent/manager.yaml"], "manager config not found"),
                  (["_robot:=testbot", "_joints:=[{name: j0, mode: 9}]"], "'mode' must be an integer"),
+                 (["_config:={robot: testbot, joints: [{name: j0, mode: 9}]}"],
+                  "config: joints[0] ('j0'): 'mode' must be an integer"),
+                 (["_config:={robot: testbot}"], "config: missing key 'joints'"),
                  ([*layout, "_robot_description:=<robot/>"], "<robot> has no name attribute")]
         for i, (args, expected) in enumerate(cases):
             status, fatal, stderr = start_with("compliant_manager", f"bad_manager_{i}", args)

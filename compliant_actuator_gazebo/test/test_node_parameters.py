@@ -7,10 +7,11 @@ import os
 
 import pytest
 import rospy
+import yaml
 
 from compliant_actuator_gazebo.description import DescriptionError, expand_xacro
 from compliant_actuator_gazebo.errors import CompliantError, ParameterError
-from compliant_actuator_gazebo.manager import LayoutError
+from compliant_actuator_gazebo.manager import LayoutError, RobotLayout
 from compliant_actuator_gazebo.manager_node import ManagerParams
 from compliant_actuator_gazebo.sim_node import SimParams
 
@@ -37,12 +38,17 @@ def params(monkeypatch):
 
     monkeypatch.setattr(rospy, "get_param", get_param)
     monkeypatch.setattr(rospy, "has_param", lambda name: key(name) in server)
-    monkeypatch.setattr(rospy, "resolve_name", lambda name: "/node/" if name == "~" else name)
+    monkeypatch.setattr(rospy, "resolve_name",
+                        lambda name: "/node/" + name[1:] if name.startswith("~") else name)
     monkeypatch.setattr(rospy, "loginfo", lambda *args: None)
+    warnings: list = []
+    monkeypatch.setattr(rospy, "logwarn", lambda message, *args: warnings.append(message))
 
     def set_params(**values):
         server.clear()
+        warnings.clear()
         server.update({key(k.replace("private_", "~")): v for k, v in values.items()})
+    set_params.warnings = warnings
     return set_params
 
 
@@ -132,6 +138,45 @@ def test_bad_manager_parameters_are_one_line(params, values, error, message):
         ManagerParams.from_ros()
     assert isinstance(info.value, CompliantError)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_manager_config_mapping_equals_the_file(params):
+    """~config as the launch file loads it (<rosparam file=... ns="config"/>) gives the layout
+    of the file path (the old way, still read for one release, with a warning)."""
+    path = os.path.join(PKG, "config", "two_dof_qbmove.yaml")
+    params(private_config=path, robot_description=TWO_DOF)
+    from_file = ManagerParams.from_ros()
+    assert len(params.warnings) == 1 and "deprecated" in params.warnings[0] \
+        and "/node/config" in params.warnings[0]
+    with open(path, encoding="utf-8") as f:
+        params(private_config=yaml.safe_load(f), robot_description=TWO_DOF)
+    from_mapping = ManagerParams.from_ros()
+    assert params.warnings == []
+    assert from_mapping == from_file
+    assert from_mapping.layout == RobotLayout.from_yaml(path)
+    assert from_mapping.layout.robot == "two_dof_qbmove" and set(from_mapping.bounds) == \
+        {"joint_1", "joint_2"}
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"robot": "two_dof_qbmove"}, "parameter /node/config: missing key 'joints'"),
+    ({**LAYOUT, "rate": 3}, "parameter /node/config: unknown key(s) rate"),
+    ({"robot": "two_dof_qbmove", "joints": [{"name": "joint_1", "mode": 9}]},
+     "parameter /node/config: joints[0] ('joint_1'): 'mode' must be an integer 0..6, got 9"),
+    ([LAYOUT], "parameter /node/config: expected a mapping with keys 'robot' and 'joints', got list"),
+    (42, "parameter /node/config: expected a mapping"),
+])
+def test_bad_manager_config_mapping_names_the_parameter(params, config, message):
+    params(private_config=config)
+    with pytest.raises(LayoutError) as info:
+        ManagerParams.from_ros()
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_manager_config_mapping_and_robot_joints_are_exclusive(params):
+    params(private_config=LAYOUT, private_robot="two_dof_qbmove")
+    with pytest.raises(LayoutError, match="give either ~config or ~robot and ~joints"):
+        ManagerParams.from_ros()
 
 
 def test_missing_manager_config(params):

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""rostest (simulation): trifinger.launch (free running, real time) with CPC; the test kills the
-controller (SIGKILL, as a crash) and checks, from the simulator's joint states, that
+"""rostest (simulation): trifinger.launch (free running, real time) with CPC and the
+hyperparameters of test/cpc_params.yaml (loaded by controller.launch as the mapping ~params);
+the test kills the controller (SIGKILL, as a crash) and checks, from the simulator's joint
+states, that
 
 1. the last command stays applied until ``~command_timeout`` (0.1 s) has passed since it was
    sent, and from then on the applied torque is the hold law exactly (joint PD around the
@@ -104,6 +106,11 @@ class CommandTimeout(unittest.TestCase):
                 return (len(self.commands) > 200 and self.status.get("holding") == "False"
                         and quiet and (not self.lines or self.lines[-1][1] == Log.INFO))
         self.assertTrue(wait_for(settled, 90), f"no steady torque commands: {self.lines}")
+        # it runs with the hyperparameters controller.launch loaded as the mapping ~params
+        # (<rosparam ns="params">, test/cpc_params.yaml); a bad one would have stopped it
+        params = rospy.get_param(f"{CONTROLLER}/params")
+        self.assertIsInstance(params, dict)
+        self.assertEqual((params["kp"], params["speed"]), (1.5, 0.1))
         with self.lock:
             holds_before = int(self.status["holds"])
         victim = pid(CONTROLLER)

@@ -359,6 +359,9 @@ class TrifingerNodes(unittest.TestCase):
             "params": (("cic_controller", "bad_params_cic"),
                        dict(params="/nonexistent/params.yaml"), "not found"),
             "params_key": (("mp_controller", "bad_key_mp"), dict(params=unknown_key), "nonsense"),
+            # ~params as the mapping a launch file loads (<rosparam ns="params">)
+            "params_mapping": (("cpc_controller", "bad_mapping_cpc"), dict(params="{kp: 100}"),
+                               f"parameter {NS}/bad_mapping_cpc/params: parameter kp: 100 outside"),
             "grasp": (("cpc_controller", "bad_grasp_cpc"), dict(grasp="xg"), "unknown grasp"),
             "align": (("cic_controller", "bad_align_cic"), dict(align="maybe"), "~align must be true or false"),
         }

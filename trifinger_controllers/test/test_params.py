@@ -1,6 +1,8 @@
-"""Parameter sets: BO unit vectors, dict/YAML round trips, one-line errors for bad files."""
+"""Parameter sets: BO unit vectors, dict/YAML round trips, one-line errors for bad files and
+bad mappings (a launch file's <rosparam>)."""
 import numpy as np
 import pytest
+import yaml
 
 from trifinger_controllers.params import Parameter, ParameterSet
 
@@ -85,6 +87,35 @@ def test_bad_files_are_one_line_errors(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(ValueError, match=message) as info:
         SET.load_yaml(path)
+    assert "\n" not in str(info.value)
+
+
+def test_mapping_equals_the_file(tmp_path):
+    """The mapping a launch file loads (<rosparam file=... ns="params"/>) gives the set the file
+    gives: one validation (load_yaml reads the file, then from_mapping)."""
+    path = tmp_path / "p.yaml"
+    SET.replace(k_p=12.5, damping=3e-6, steps=4).save_yaml(path)
+    with open(path, encoding="utf-8") as f:
+        mapping = yaml.safe_load(f)
+    assert SET.from_mapping(mapping, "parameter /node/params") == SET.load_yaml(path)
+    # rosparam's loader, like PyYAML, leaves an exponent without a dot a string
+    path.write_text("k_p: 7\ndamping: 1e-3\n")
+    assert SET.from_mapping({"k_p": 7, "damping": "1e-3"}, "parameter /node/params") \
+        == SET.load_yaml(path)
+    assert SET.from_mapping(None, "parameter /node/params") == SET      # nothing to change
+
+
+@pytest.mark.parametrize("mapping, message", [
+    ({"kp": 1.0}, r"^parameter /node/params: demo: unknown parameter 'kp'"),
+    ({"k_p": 100}, r"^parameter /node/params: parameter k_p: 100 outside its interval \[5, 50\]"),
+    ({"ratio": [1, 2]}, r"^parameter /node/params: parameter ratio: \[1, 2\] is not a number"),
+    ({"steps": "many"}, r"^parameter /node/params: parameter steps: 'many' is not a number"),
+    ([1, 2], r"^parameter /node/params: expected a mapping 'name: value', got list"),
+    (3.0, r"^parameter /node/params: expected a mapping 'name: value', got float"),
+])
+def test_bad_mappings_are_one_line_errors_naming_the_source(mapping, message):
+    with pytest.raises(ValueError, match=message) as info:
+        SET.from_mapping(mapping, "parameter /node/params")
     assert "\n" not in str(info.value)
 
 

@@ -4,7 +4,7 @@ The manager turns two whole-robot arrays into per-joint commands and collects th
 states into whole-robot arrays. Everything here is plain Python (no rospy, no master), so that
 the node's ROS side (manager_node.py) stays a thin shell and this module is tested with pytest.
 
-Layout (the manager YAML, or the node's ~robot/~joints parameters)::
+Layout (the manager YAML, loaded as the node's ~config or given as ~robot/~joints)::
 
     robot: arm                      # topics live under /<robot>/
     joints:                         # order = order of the array elements
@@ -87,8 +87,10 @@ class RobotLayout:
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "manager layout") -> "RobotLayout":
-        """Validate {robot: str, joints: [{name: str, mode: 0..6}, ...]}; LayoutError naming
-        `source` and the entry otherwise (unknown keys are refused: they are usually typos)."""
+        """Validate {robot: str, joints: [{name: str, mode: 0..6}, ...]} (the mapping a launch
+        file loaded as the node's ~config, or a file's content: :meth:`from_yaml` reads the
+        file, then calls this); LayoutError naming `source` and the entry otherwise (unknown
+        keys are refused: they are usually typos)."""
         if not isinstance(data, Mapping):
             raise LayoutError(f"{source}: expected a mapping with keys 'robot' and 'joints', "
                               f"got {type(data).__name__}")

@@ -2,8 +2,9 @@
 (nodes/compliant_manager is its start-up); the logic is ROS-free in
 compliant_actuator_gazebo.manager (fan-out, aggregation) and .schedule (when to publish).
 
-Parameters (:class:`ManagerParams`): ~config (path of a manager YAML) or ~robot + ~joints (the
-same content, e.g. loaded with <rosparam command="load">); ~publish_rate [Hz] of the whole-robot
+Parameters (:class:`ManagerParams`): ~config (the manager YAML, loaded by the launch file with
+<rosparam command="load" file=... ns="config"/>; a file path there is still read, with a warning,
+for one release) or ~robot + ~joints (the same content); ~publish_rate [Hz] of the whole-robot
 arrays (default 100); ~robot_description (default: the parameter robot_description), the URDF
 whose plugin blocks give each joint's physical bounds (without one, only sizes and finiteness are
 checked). A bad one is a CompliantError: one [FATAL] line, exit 1.
@@ -25,10 +26,12 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from typing import Optional
 
 import rospy
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.node import mapping_param
 from std_msgs.msg import Float64, Float64MultiArray
 
 from compliant_actuator_gazebo.bounds import JointBounds, robot_bounds
@@ -42,12 +45,19 @@ from compliant_actuator_gazebo.schedule import StreamSchedule
 
 
 def load_layout() -> RobotLayout:
-    """The layout from ~config, or from ~robot and ~joints; LayoutError (one line) otherwise."""
-    config = rospy.get_param("~config", "")
-    if config:
-        if rospy.has_param("~joints") or rospy.has_param("~robot"):
-            raise LayoutError("give either ~config or ~robot and ~joints, not both")
-        return RobotLayout.from_yaml(str(config))
+    """The layout from ~config (the mapping the launch file loaded; a file path: the old way),
+    or from ~robot and ~joints; LayoutError (one line) otherwise."""
+    if rospy.get_param("~config", None) not in (None, "") \
+            and (rospy.has_param("~joints") or rospy.has_param("~robot")):
+        raise LayoutError("give either ~config or ~robot and ~joints, not both")
+    return mapping_param("~config", RobotLayout.from_dict, _layout_from_file)
+
+
+def _layout_from_file(path: Optional[str]) -> RobotLayout:
+    """The layout of the manager YAML ``path`` (RobotLayout.from_yaml: read, then the mapping's
+    validation); without a path, of ~robot and ~joints."""
+    if path:
+        return RobotLayout.from_yaml(path)
     data = {key: rospy.get_param(f"~{key}") for key in ("robot", "joints")
             if rospy.has_param(f"~{key}")}
     private = rospy.resolve_name("~")

@@ -1,31 +1,9 @@
-"""The ``compliant_sim`` node: a robot description with compliant-actuator plugin blocks, run in
-PyBullet (nodes/compliant_sim is its start-up).
-
-The embedded counterpart of Gazebo + CompliantActuatorPlugin (paper 003 §3): the same plugin
-blocks (the same parser, plugin_block.hpp), the same per-joint topics
-(compliant_actuator_gazebo.topics), the same core.
-
-Parameters (:class:`SimParams`)
-  ~robot_description  URDF text (default: the parameter robot_description, i.e. /robot_description)
-  ~physics_rate       physics steps per simulated second [Hz] (default 1000)
-  ~publish_rate       state messages per simulated second [Hz] (default 100; capped at physics_rate)
-  ~real_time_factor   simulated seconds per wall second (default 1; 0 = as fast as possible)
-  ~gravity            [m/s^2] (default 9.81)
-  ~initial_positions  {joint: q} (default all 0)
-  ~initial_inputs     {joint: {input: value}}, e.g. {joint_1: {stiffness_preset: 0.2}}
-  ~clock_rate         /clock messages per wall second when /use_sim_time is true (default 1000,
-                      as Gazebo's pub_clock_frequency; also one with every state publication)
-
-Clock: the node's simulated time starts at 0. With /use_sim_time false (the default) the node
-paces itself against wall time and stamps messages with (ROS time at start + simulated time),
-which tracks wall time at real_time_factor 1. With /use_sim_time true the node is the clock:
-it publishes /clock = simulated time (at ~clock_rate per wall second, and always just before the
-state messages) and stamps messages with it; use this with real_time_factor != 1.
-A bad description or parameter is a :class:`~compliant_actuator_gazebo.errors.CompliantError`
-(one [FATAL] line, exit 1). An input that is not finite or beyond the joint's physical bounds
-for it (bounds.py: joint range, torque limits, motor end stops, preset domain) is rejected with
-one error line per topic, reason and second and the previous value kept; every output goes
-through the guard's publish-side check; the counters are on /diagnostics at 1 Hz.
+"""The ``compliant_sim`` node (nodes/compliant_sim is its start-up): a robot description with
+compliant-actuator plugin blocks run in PyBullet, the embedded counterpart of Gazebo +
+CompliantActuatorPlugin (paper 003 §3: rigid bodies eq. 1 by PyBullet, the actuators' spring
+torques eq. 3-6, motor dynamics eq. 7-10 and PID eq. 11 by the core; embedded.py), with the
+plugin's per-joint topics (topics.py). Parameters (:class:`SimParams`), topics, clock and input
+checks: compliant_actuator_gazebo/README.md, "Nodes", "compliant_sim".
 """
 from __future__ import annotations
 

@@ -1,44 +1,9 @@
 """The shared base of the controller nodes ``cpc_controller``, ``cic_controller`` and
-``mp_controller`` (paper 004 §IV): one structured policy from the library, run on the simulated
-clock of the joint states (relative topic names; the launch files use ``/trifinger``).
-
-Subscribes ``joint_states`` (sensor_msgs/JointState), ``object_pose``
-(trifinger_controllers/ObjectPose: the object tracker's report of each camera image, with its
-confidence) and ``goal_pose`` (geometry_msgs/PoseStamped); publishes ``torque_command``
-(sensor_msgs/JointState, effort of the 9 joints by name, stamped with the joint state it answers)
-and ``/diagnostics`` (1 Hz: compute time per call, counters, the pose filter's counts).
-
-The controller sees the cube through the shared pose filter (pose_filter.ObservationFilter: missed
-detections, outliers and wrong-face flips rejected), as in the in-process evaluation
-(evaluation.run_episode); the filter restarts whenever the controller resets.
-
-Rate: the controller computes at its ``rate_hz`` on simulated time, i.e. on the first joint state
-of every period of 1000/rate_hz steps (CPC 5, CIC 10, MP 2 steps); the torque is held between
-calls, by the simulator. Free running, a command is published per computation. In lock step
-(joint states tagged by a lock-stepped ``trifinger_sim``, see ros_conversions) every joint state
-is answered, with a new command on the period's steps and the held one otherwise, and the answer
-waits (at most ``~lock_step_wait`` wall s) for the object pose and goal the simulator announced,
-so that the run is deterministic.
-
-Grasp planning (controllers/grasp_planner.py) never runs in the joint-state callback except at a
-reset: a re-grasp's plan runs on the controller's planner thread. Free running, the controller
-takes it when it arrives, as on the robot; in lock step, a fixed simulated time after it was
-asked for, as the in-process evaluation does (the run stays deterministic and equal to it).
-
-Parameters: ``~grasp`` (tg|cg|og|pg; default the paper's pairing: CPC-TG, CIC-CG, MP-PG),
-``~level`` (the RRC level the simulator runs, 1-4, default 3: grasp choice and goal terms),
-``~params`` (hyperparameter YAML of params.py; default: the defaults), ``~rpl_policy`` (optional
-residual policy file of rpl_policy.py, applied on top of the controller; ``~residual`` is its old
-name), ``~align`` (false; true:
-the alignment primitives of aligned.py chained before the policy when the cube's orientation is
-far from the goal's, as ``evaluate --align``), ``~lock_step_wait`` (2 s).
-A bad parameter, a missing file or an unknown controller/grasp: one [FATAL] line, exit 1.
-Every input is checked (message_checks.py: joint states by name, lengths, NaN/Inf, the platform's
-limits widened for measurement, a stamp far ahead of the clock; poses finite, within 0.52 m of
-the arena centre, unit quaternion, world frame, the tracker's confidence in [0, 1]); a bad one is
-dropped and counted per topic and reason in /diagnostics, with one error line per topic, reason
-and second (sim2real_checks' guard). A torque command is published only if it is finite. If the
-controller raises, the node commands zero torque for that period and logs the error (throttled).
+``mp_controller`` (paper 004 §IV: CPC §IV-B, CIC §IV-C, MP §IV-A, from the library): one
+structured policy run on the simulated clock of the joint states, the cube seen through the
+shared pose filter (pose_filter.py), free running or in lock step with ``trifinger_sim``.
+Topics, parameters (``~params``: the mapping the launch file loads), rate, lock step, checks:
+trifinger_controllers/README.md, "Nodes", "cpc_controller, cic_controller, mp_controller".
 """
 from __future__ import annotations
 
@@ -56,7 +21,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import node_guard
-from sim2real_checks.node import run_node
+from sim2real_checks.node import mapping_param, run_node
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
@@ -65,6 +30,7 @@ from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.errors import ConfigurationError
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.msg import ObjectPose
+from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.pose_filter import ObservationFilter
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation, RobotState
 
@@ -73,17 +39,34 @@ LOCK_STEP_WAIT = 2.0            # wall s an answer waits for an announced pose /
 STATS_WINDOW = 20000            # compute times kept for the statistics
 
 
-def build_controller(name: str, grasp: str, level: int, params_path: str,
-                     residual_path: str, align: bool = False) -> Controller:
-    """The controller ``name`` with ``grasp`` for RRC ``level``, the hyperparameters of
-    ``params_path`` (empty: the defaults), with ``residual_path`` a residual policy on top, and
-    with ``align`` the alignment primitives chained before it (aligned.py, as ``evaluate
-    --align``); ConfigurationError (one line) for anything unusable."""
-    for label, path in (("~params", params_path), ("~rpl_policy", residual_path)):
-        if path and not os.path.isfile(path):
-            raise ConfigurationError(f"{label} file not found: {path}")
+def load_params(name: str) -> Optional[ParameterSet]:
+    """``~params``: the hyperparameters of controller ``name`` as the launch file loaded them
+    (``<rosparam file=... ns="params"/>``), validated by ParameterSet.from_mapping; a file path
+    there is the old way (read by load_yaml, the same validation; for one release, with a
+    warning); absent or empty: None (the defaults). ConfigurationError (one line) otherwise."""
+    defaults = default_parameters(name)
+
+    def from_file(path: Optional[str]) -> Optional[ParameterSet]:
+        if not path:
+            return None
+        if not os.path.isfile(path):
+            raise ConfigurationError(f"~params file not found: {path}")
+        return defaults.load_yaml(path)
     try:
-        params = default_parameters(name).load_yaml(params_path) if params_path else None
+        return mapping_param("~params", defaults.from_mapping, from_file)
+    except (ValueError, OSError) as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def build_controller(name: str, grasp: str, level: int, params: Optional[ParameterSet],
+                     residual_path: str, align: bool = False) -> Controller:
+    """The controller ``name`` with ``grasp`` for RRC ``level``, the hyperparameters ``params``
+    (None: the defaults; :func:`load_params`), with ``residual_path`` a residual policy on top,
+    and with ``align`` the alignment primitives chained before it (aligned.py, as ``evaluate
+    --align``); ConfigurationError (one line) for anything unusable."""
+    if residual_path and not os.path.isfile(residual_path):
+        raise ConfigurationError(f"~rpl_policy file not found: {residual_path}")
+    try:
         controller = make_controller(name, grasp, params, FingerKinematics(), level=level)
         if residual_path:
             from trifinger_controllers.rpl_policy import load_policy
@@ -167,8 +150,7 @@ class ControllerNode:
         self.wait = _number("lock_step_wait", LOCK_STEP_WAIT, float)
         if self.wait <= 0:
             raise ConfigurationError(f"~lock_step_wait must be > 0, got {self.wait}")
-        self.controller = build_controller(name, self.grasp, self.level,
-                                           str(rospy.get_param("~params", "")),
+        self.controller = build_controller(name, self.grasp, self.level, load_params(name),
                                            str(rospy.get_param("~rpl_policy", rospy.get_param("~residual", ""))),
                                            _flag("align", False))
         self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))

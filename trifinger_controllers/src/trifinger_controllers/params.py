@@ -5,7 +5,8 @@ Each controller module defines one :class:`ParameterSet` of :class:`Parameter` s
 and interval ``[low, high]``); a set maps to and from the unit cube ``[0, 1]^d`` for BO
 (:meth:`ParameterSet.to_vector` / :meth:`ParameterSet.from_vector`, logarithmic for
 ``log=True`` parameters) and to and from flat YAML files ``name: value`` (what ``optimize``
-writes and ``evaluate`` and the nodes load). A value that is not a number, outside its interval,
+writes and ``evaluate`` loads; the controller nodes get the same mapping from their launch file:
+:meth:`ParameterSet.from_mapping`). A value that is not a number, outside its interval,
 or a key the set does not have is a ``ValueError`` naming the key and the interval.
 
 Example::
@@ -203,10 +204,27 @@ class ParameterSet:
                             {p.name: p.from_unit(x) for p, x in zip(self.parameters, u)})
 
     # ----------------------------------------------------------------------------- YAML
+    def from_mapping(self, data: object, source: str) -> "ParameterSet":
+        """A copy with the values of ``data``, a flat mapping ``name: value`` as a YAML file or a
+        launch file's ``<rosparam file=... ns="params"/>`` gives it (keys not in it keep their
+        values; None: nothing to change). Not a mapping, unknown keys, non-numbers or
+        out-of-interval values: ValueError starting with ``source``; one line."""
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: expected a mapping 'name: value', got {type(data).__name__}")
+        # PyYAML (YAML 1.1) reads exponents without a dot, e.g. 1e-3, as strings (so does
+        # rosparam's loader)
+        data = {k: _yaml_number(v) for k, v in data.items()}
+        try:
+            return self.from_dict(data)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from None
+
     def load_yaml(self, path: "os.PathLike[str] | str") -> "ParameterSet":
-        """A copy with the values of the YAML file ``path`` (a flat mapping ``name: value``; keys
-        not in the file keep their values). Missing file: FileNotFoundError; malformed file,
-        unknown keys, non-numbers or out-of-interval values: ValueError; one line each."""
+        """A copy with the values of the YAML file ``path``: read, then :meth:`from_mapping`
+        (its validation, the errors starting with the path). Missing file: FileNotFoundError;
+        malformed file: ValueError; one line each."""
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"parameter file not found: {path}")
@@ -216,16 +234,7 @@ class ParameterSet:
         except yaml.YAMLError as error:
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(f"{path}: not valid YAML ({first})") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping 'name: value', got {type(data).__name__}")
-        # PyYAML (YAML 1.1) reads exponents without a dot, e.g. 1e-3, as strings
-        data = {k: _yaml_number(v) for k, v in data.items()}
-        try:
-            return self.from_dict(data)
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from None
+        return self.from_mapping(data, path)
 
     def save_yaml(self, path: "os.PathLike[str] | str", header: str = "") -> None:
         """Write the values as a flat YAML mapping, each with its interval and doc as a comment."""

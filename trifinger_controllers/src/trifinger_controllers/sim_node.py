@@ -1,76 +1,9 @@
-"""The ``trifinger_sim`` node: trifinger_simulation's TriFinger platform with the cube (paper 004
-§III, §VI) at 1 kHz, as ROS topics (relative names; the launch files use the namespace
-``/trifinger``).
-
-Publishes
-  ``joint_states``   sensor_msgs/JointState (position, velocity, applied torque as effort) every
-                     step, or every 1000/``~publish_rate`` steps; stamped with the simulated time
-                     (step t -> t ms)
-  ``object_pose``    trifinger_controllers/ObjectPose (latched): the object tracker's report of
-                     each new camera image once (``~camera``: perception.py's tracker model, with
-                     noise, missed detections, wrong-face flips and the confidence in [0, 1], 0 =
-                     not detected and the previous pose repeated), when the simulator delivers
-                     the image (10 Hz, 90 ms late by default), stamped with the time it was taken
-  ``goal_pose``      geometry_msgs/PoseStamped (latched)
-  ``episode_result`` std_msgs/String (latched): JSON at the end of an episode (``~episode_seconds``)
-  ``/clock``         with ``~publish_clock`` (default: the value of ``/use_sim_time``)
-Subscribes
-  ``torque_command``    sensor_msgs/JointState, effort of the 9 joints by name [N m]
-  ``position_command``  sensor_msgs/JointState, position of the 9 joints by name [rad]; the node
-                        turns it into torques with trifinger_simulation's joint PD law and default
-                        gains (kp 15/15/9, kd 0.5/1.0/0.5 per finger; ``~position_kp/kd``)
-The newest valid command of either kind is held until the next one, except that a torque command
-goes stale after ``~command_timeout``: see below. Every command is checked (message_checks.py:
-the 9 joints by name, lengths, NaN/Inf, a torque beyond 100 x 0.397 N m, a target more than
-0.2 rad outside its joint range; in lock step, a stamp later than the newest joint state); a bad
-one is dropped (the last valid command is held) and counted, with one error line per topic,
-reason and second. Torques are clipped to +-0.397 N m. Every output is published only if all its
-floats are finite (sim2real_checks' guard).
-
-Command timeout (free running): when no new torque command has arrived for ``~command_timeout``
-simulated seconds (0.1 s: 10 periods of the slowest controller, CIC at 100 Hz), the simulator
-holds the fingers (command_hold.py: the joint PD around the positions at the timeout, with the
-last command as feed-forward), logs one WARN line (``[command_timeout]``) and, when commands
-come back, one INFO line; both at most once a second. A position command is a hold already and
-does not time out. In lock step the simulator waits for each answer instead (below).
-
-Diagnostics (/diagnostics, once a wall second): the guard's counters per topic and reason, and
-``holds`` (timeouts so far), ``holding``, ``commands_torque``, ``commands_position``.
-
-Parameters
-  ``~level``              RRC level 1-4 (3)
-  ``~seed``               goal, initial pose and platform seed: those of trial 0 of
-                          ``evaluate --seed <seed>`` (evaluation.episode_specs) (0)
-  ``~goal``               optional explicit goal, [x, y, z], [x, y, z, qx, qy, qz, qw] or
-                          {position, orientation}; outside the workspace: [FATAL], exit 1
-  ``~init_orientation_error``  deg between the initial and the goal orientation (negative: none)
-  ``~lock_step``          see below (false)
-  ``~real_time_factor``   simulated / wall time (1; 0 = as fast as possible)
-  ``~publish_rate``       joint states when free running (1000 Hz)
-  ``~episode_seconds``    0: run until shut down; else stop after that simulated time, publish
-                          ``episode_result`` (the metrics of evaluation.py's EpisodeRecord that the
-                          simulator knows: reward, cumulative_reward, position_error_cm,
-                          orientation_error_deg, drop, the tracked errors, the tracker's counts,
-                          the physics sample, ..., label "simulation"; the pose filter's counts
-                          are the controller's, on its /diagnostics), log it and exit 0
-  ``~camera``             ``tracker`` (the object tracker model of config/perception.yaml),
-                          ``ideal`` (trifinger_simulation's perfect camera) or a model YAML file
-                          (tracker)
-  ``~physics``            ``randomised`` (cube mass and friction drawn from the seed,
-                          config/physics_randomisation.yaml), ``nominal`` or a ranges YAML file
-                          (randomised); both as ``evaluate --camera/--physics`` (sim_options.py)
-  ``~camera_delay_steps`` (90), ``~position_kp``/``~position_kd`` (3 or 9 gains; also the hold's)
-  ``~command_timeout``    simulated s without a torque command before the hold (0.1; > 0)
-A bad parameter: one [FATAL] line, exit 1. Time: every stamp is simulated time, starting at 0;
-run with ``/use_sim_time`` (the launch files do) so that ROS time is the simulator's.
-
-Lock step (``~lock_step: true``; deterministic ROS runs): after publishing the joint state of
-step t (tagged ``header.frame_id = "lock_step:<ns>"`` with the stamp of the newest object pose,
-see ros_conversions), the simulator waits until a command stamped with that joint state's stamp
-arrives, applies it for step t and steps. A controller therefore answers every joint state it
-receives, echoing ``header.stamp``; commands with older stamps are ignored. While it waits, the
-node republishes the joint state every ``~lock_step_resend`` wall seconds (0.5), so that a
-controller that connects late, or a lost message, cannot stall the run.
+"""The ``trifinger_sim`` node: trifinger_simulation's TriFinger platform with the cube (paper
+004 §III; the simulated platform of the §VI evaluation) at 1 kHz as ROS topics (relative names;
+the launch files use ``/trifinger``), free running or in lock step with a controller, holding
+the fingers when the torque commands stop (command_hold.py). Topics, parameters, time, lock
+step, command timeout, checks: trifinger_controllers/README.md, "Nodes", "trifinger_sim" and
+"Command timeout".
 """
 from __future__ import annotations
 

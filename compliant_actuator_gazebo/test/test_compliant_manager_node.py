@@ -13,7 +13,7 @@ import unittest
 
 import rospy
 import rostest
-from node_startup import start_with
+from sim2real_checks.node_testing import check_fails_at_start, start_node
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
@@ -266,11 +266,9 @@ class CompliantManagerNode(unittest.TestCase):
                  (["_config:={robot: testbot}"], "config: missing key 'joints'"),
                  ([*layout, "_robot_description:=<robot/>"], "<robot> has no name attribute")]
         for i, (args, expected) in enumerate(cases):
-            status, fatal, stderr = start_with("compliant_manager", f"bad_manager_{i}", args)
-            self.assertEqual(status, 1, f"{args}: {stderr}")
-            self.assertEqual(len(fatal), 1, f"{args}: {stderr}")
-            self.assertIn(f"/bad_manager_{i}: ", fatal[0])
-            self.assertIn(expected, fatal[0])
+            with self.subTest(args=args):
+                check_fails_at_start(start_node("compliant_actuator_gazebo", "compliant_manager",
+                                                f"bad_manager_{i}", args), expected, f"bad_manager_{i}")
 
 
 if __name__ == "__main__":

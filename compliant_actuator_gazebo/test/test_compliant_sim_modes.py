@@ -23,7 +23,7 @@ import unittest
 
 import rospy
 import rostest
-from node_startup import start_with
+from sim2real_checks.node_testing import check_fails_at_start, start_node
 from rosgraph_msgs.msg import Log
 from std_msgs.msg import Float64
 
@@ -213,11 +213,9 @@ class TestCompliantSimModes(unittest.TestCase):
                  (["_initial_inputs:={joint_m3: {preset: 0.2}}"], "unknown inputs ['preset']"),
                  (["_robot_description:=<robot"], "robot description: not well-formed XML")]
         for i, (args, expected) in enumerate(cases):
-            status, fatal, stderr = start_with("compliant_sim", f"bad_sim_{i}", args)
-            self.assertEqual(status, 1, f"{args}: {stderr}")
-            self.assertEqual(len(fatal), 1, f"{args}: {stderr}")
-            self.assertIn(f"/bad_sim_{i}: ", fatal[0])
-            self.assertIn(expected, fatal[0])
+            with self.subTest(args=args):
+                check_fails_at_start(start_node("compliant_actuator_gazebo", "compliant_sim", f"bad_sim_{i}",
+                                                args), expected, f"bad_sim_{i}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import numpy as np
 import pybullet_data
 import rospy
 import rostest
+from sim2real_checks.node_testing import StartUp, check_fails_at_start
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
@@ -112,7 +113,7 @@ class Identifier(unittest.TestCase):
             self._check_running_node(listener, node)
             interrupted = time.monotonic()
             os.killpg(node.pid, signal.SIGINT)
-            _, err = node.communicate(timeout=30)
+            out, err = node.communicate(timeout=30)
             # the training thread does not hold the shutdown: well inside roslaunch's 15 s
             # between SIGINT and SIGTERM
             self.assertLess(time.monotonic() - interrupted, SHUTDOWN_SECONDS)
@@ -126,6 +127,10 @@ class Identifier(unittest.TestCase):
                      "[non_finite]: NaN/Inf in effort of lbr_iiwa_joint_4"):
             self.assertIn(f"/diffnea/identifier: /real/joint_states: rejected {line}", err)
         self.assertEqual(err.count("rejected ["), 4, err)
+        # ~limits: the iiwa's, loaded by identifier.test (<rosparam>): every joint is bounded
+        self.assertIn("identifying joints ['lbr_iiwa_joint_1'", out)
+        self.assertNotIn("no limits for", out)
+        self.assertNotIn("deprecated", err)
         self._check_bad_start()
 
     def _check_running_node(self, listener, node):
@@ -241,7 +246,12 @@ class Identifier(unittest.TestCase):
                  "malformed": ([f"_urdf:={malformed}"], "not valid XML"),
                  "unset": ([], "~urdf"),
                  "parametrisation": ([f"_urdf:={IIWA}", "_parametrisation:=chol"],
-                                     "unknown parametrisation")}
+                                     "unknown parametrisation"),
+                 "limits": ([f"_urdf:={IIWA}"],
+                            "~limits: joint limits parameter /diffnea/bad_start_4/limits: "
+                            "'velocity' needs 7 finite numbers")}
+        limits = rospy.get_param("/diffnea/identifier/limits")
+        rospy.set_param("/diffnea/bad_start_4/limits", dict(limits, velocity=[10.0] * 6))
         for i, (case, (params, expected)) in enumerate(cases.items()):
             proc = run_node(f"bad_start_{i}", *params)
             try:
@@ -249,10 +259,8 @@ class Identifier(unittest.TestCase):
             finally:
                 if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGKILL)
-            fatal = [line for line in err.splitlines() if "FATAL" in line]
-            self.assertEqual(proc.returncode, 1, f"{case}: {err}")
-            self.assertEqual(len(fatal), 1, f"{case}: {err}")
-            self.assertIn(expected, fatal[0], case)
+            with self.subTest(case=case):
+                check_fails_at_start(StartUp(proc.returncode, err), expected)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """rostest (node_startup.test): each node, started by rosrun with one bad parameter, exits with
 status 1 after one [FATAL] line that names the node and the parameter, and no traceback."""
-import subprocess
 import unittest
 
 import rospy
 import rostest
+from sim2real_checks.node_testing import check_fails_at_start, start_node
 
 # (node, private parameters, what the [FATAL] line must name); the node's name is bad_<i>
 CASES = [
@@ -27,35 +27,18 @@ CASES = [
 ]
 
 
-def start(node, name, args):
-    """``rosrun kernel_manager_ros NODE __name:=NAME ARGS``: (exit status, stderr)."""
-    done = subprocess.run(["rosrun", "kernel_manager_ros", node, f"__name:={name}", *args],
-                          capture_output=True, text=True, timeout=60)
-    return done.returncode, done.stderr
-
-
 class NodeStartup(unittest.TestCase):
     def test_a_bad_parameter_is_one_fatal_line_and_exit_1(self):
         for i, (node, args, expected) in enumerate(CASES):
             with self.subTest(node=node, args=args):
-                status, stderr = start(node, f"bad_{i}", args)
-                fatal = [line for line in stderr.splitlines() if "[FATAL]" in line]
-                self.assertEqual(status, 1, stderr)
-                self.assertEqual(len(fatal), 1, stderr)
-                self.assertIn(f"/bad_{i}: ", fatal[0])
-                self.assertIn(expected, fatal[0])
-                self.assertNotIn("Traceback", stderr)
+                check_fails_at_start(start_node("kernel_manager_ros", node, f"bad_{i}", args), expected, f"bad_{i}")
 
     def test_an_old_style_path_is_read_with_a_deprecation_warning(self):
-        status, stderr = start("kernel_manager", "old_path",
-                               ["_kernels:=/k.yaml", "_config:=/no/such/spec.yaml"])
-        fatal = [line for line in stderr.splitlines() if "[FATAL]" in line]
-        self.assertEqual(status, 1, stderr)
-        self.assertEqual(len(fatal), 1, stderr)
-        self.assertIn("/no/such/spec.yaml", fatal[0])
-        warnings = [line for line in stderr.splitlines() if "[WARN]" in line]
-        self.assertTrue(any("/old_path/config: a file path is deprecated" in w for w in warnings),
-                        stderr)
+        startup = start_node("kernel_manager_ros", "kernel_manager", "old_path",
+                             ["_kernels:=/k.yaml", "_config:=/no/such/spec.yaml"])
+        check_fails_at_start(startup, "/no/such/spec.yaml", "old_path")
+        self.assertTrue(any("/old_path/config: a file path is deprecated" in w for w in startup.lines("WARN")),
+                        startup.stderr)
 
 
 if __name__ == "__main__":

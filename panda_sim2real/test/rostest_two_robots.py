@@ -1,7 +1,5 @@
 #!/usr/bin/env python3
 """rostest: /sim and /real robots publish, track a trajectory, reject bad input."""
-import os
-import subprocess
 import sys
 import threading
 import time
@@ -10,6 +8,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
+from sim2real_checks.node_testing import check_fails_at_start, start_node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -74,6 +73,15 @@ class TwoRobots(unittest.TestCase):
     def now(self):
         return max(r.latest().header.stamp.to_sec() for r in self.rec.values())
 
+    def test_0_configuration_loaded_by_the_launch_files(self):
+        """The launch files load the robot configurations and the limits onto the parameter
+        server (<rosparam>); the nodes came up with them (issue 21)."""
+        for name, label in (("/sim/panda_sim/config", "simulation"),
+                            ("/real/panda_reality/reality_config", "reality stand-in")):
+            self.assertEqual(rospy.get_param(name)["label"], label)
+        for node in ("/sim/panda_sim", "/real/panda_reality"):
+            self.assertEqual(tuple(rospy.get_param(f"{node}/limits")["joint_names"]), LIMITS.joint_names)
+
     def test_1_rates_and_content(self):
         t0 = self.now()
         self.assertTrue(wait_for(lambda: self.now() > t0 + 2.0, 60))
@@ -131,14 +139,21 @@ class TwoRobots(unittest.TestCase):
                  ("urdf", "/nonexistent/robot.urdf", "URDF not found")]
         for k, (param, value, phrase) in enumerate(cases):
             # a fresh node name per case: private parameters outlive the node on the server
-            proc = subprocess.run(
-                ["rosrun", "panda_sim2real", "panda_reality", f"_{param}:={value}",
-                 "__ns:=/broken", f"__name:=broken_reality_{k}"],
-                capture_output=True, text=True, timeout=60, env=dict(os.environ))
-            self.assertEqual(proc.returncode, 1, msg=proc.stderr)
-            lines = [line for line in proc.stderr.splitlines() if phrase in line]
-            self.assertEqual(len(lines), 1, msg=proc.stderr)
-            self.assertNotIn("Traceback", proc.stderr)
+            with self.subTest(param=param, value=value):
+                check_fails_at_start(start_node("panda_sim2real", "panda_reality", f"broken_reality_{k}",
+                                                [f"_{param}:={value}", "__ns:=/broken"]), phrase)
+        # the mappings a launch file loads: a malformed one stops the node with one [FATAL]
+        # line naming the parameter and the entry
+        config = rospy.get_param("/real/panda_reality/reality_config")
+        limits = rospy.get_param("/real/panda_reality/limits")
+        cases = [("reality_config", dict(config, engine="gazebo"), "'engine' must be one of"),
+                 ("limits", dict(limits, velocity=limits["velocity"][:5]), "'velocity' needs 7")]
+        for k, (param, value, phrase) in enumerate(cases, start=10):
+            name = f"broken_reality_{k}"
+            rospy.set_param(f"/broken/{name}/{param}", value)
+            with self.subTest(param=param):
+                check_fails_at_start(start_node("panda_sim2real", "panda_reality", name, ["__ns:=/broken"]),
+                                     f"parameter /broken/{name}/{param}: {phrase}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 """Robot configuration and URDF loading: defaults load, bad files give one clear error."""
+import dataclasses
+
 import pytest
 import yaml
 
@@ -79,3 +81,23 @@ def test_robot_rejects_urdf_without_panda_joints(tmp_path):
     config = RobotConfig.from_yaml(SIM_CONFIG_FILE).with_overrides(urdf=str(other))
     with pytest.raises(ConfigError, match="lacks the joints"):
         SimulatedRobot(config, JointLimits.from_yaml())
+
+
+@pytest.mark.parametrize("path", [SIM_CONFIG_FILE, REALITY_CONFIG_FILE])
+def test_the_shipped_configs_load_onto_the_parameter_server(path):
+    """The launch files load these files onto the parameter server (<rosparam>), which holds
+    no null and drops an empty mapping: they leave an absent entry out, and what the node reads
+    back (the mapping without its empty mappings) is the file's configuration."""
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+
+    def server(tree):
+        assert tree is not None
+        if isinstance(tree, dict):
+            return {k: server(v) for k, v in tree.items() if v != {}}
+        return [server(v) for v in tree] if isinstance(tree, list) else tree
+
+    from_param = RobotConfig.from_dict(server(raw), source="parameter /sim/panda_sim/config")
+    from_file = RobotConfig.from_yaml(path)
+    assert from_param.source == "parameter /sim/panda_sim/config"
+    assert repr(dataclasses.replace(from_param, source="")) == repr(dataclasses.replace(from_file, source=""))

@@ -211,3 +211,20 @@ def test_settings_yaml(tmp_path) -> None:
     path.write_text("velocity_scaling: [0.5, 0.2]\n")
     with pytest.raises(ConfigError, match="velocity_scaling"):
         GeneratorSettings.from_yaml(str(path))
+
+
+def test_settings_mapping() -> None:
+    """pair_runner's ~generator_config: the mapping the launch file loads gives the file's
+    settings; a bad one is a ConfigError naming the parameter and the key."""
+    import yaml
+    with open(DEFAULT_SETTINGS_FILE, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    source = "parameter /pair_runner/generator_config"
+    assert GeneratorSettings.from_dict(raw, source) == GeneratorSettings.from_yaml()
+    assert GeneratorSettings.from_dict({"margin": 0.2}, source) == GeneratorSettings(margin=0.2)
+    for bad, phrase in (({"max_speed": 3}, r"unknown key\(s\) \['max_speed'\]"),
+                        ({"velocity_scaling": [0.2]}, "'velocity_scaling' is malformed"),
+                        ({"cartesian_waypoints": 2.5}, "'cartesian_waypoints' is malformed"),
+                        ("/opt/trajectories.yaml", "expected a mapping")):
+        with pytest.raises(ConfigError, match=f"trajectory settings {source}: {phrase}"):
+            GeneratorSettings.from_dict(bad, source)

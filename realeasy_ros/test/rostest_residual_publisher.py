@@ -12,6 +12,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
+from sim2real_checks.node_testing import StartUp, check_fails_at_start
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
@@ -252,10 +253,8 @@ class ResidualPublisher(unittest.TestCase):
             finally:
                 if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGKILL)
-            fatal = [line for line in err.splitlines() if "FATAL" in line]
-            self.assertEqual(proc.returncode, 1, f"{case}: {err}")
-            self.assertEqual(len(fatal), 1, f"{case}: {err}")
-            self.assertIn(expected, fatal[0], case)
+            with self.subTest(case=case):
+                check_fails_at_start(StartUp(proc.returncode, err), expected)
 
 
 if __name__ == "__main__":

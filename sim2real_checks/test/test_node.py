@@ -57,3 +57,19 @@ def test_a_scalar_is_the_packages_error(params: dict[str, Any]) -> None:
     params["~limits"] = 3
     with pytest.raises(BadConfig, match="/node/limits: expected a mapping, got int"):
         mapping_param("~limits", from_mapping, from_file)
+
+
+def test_check_fails_at_start_accepts_only_one_fatal_line_exit_1_and_no_traceback() -> None:
+    from sim2real_checks.node_testing import StartUp, check_fails_at_start
+
+    good = StartUp(1, "[WARN] x\n[FATAL] [1.0]: /bad_0: ~rate must be > 0, got 0\n")
+    assert check_fails_at_start(good, "~rate must be > 0", "bad_0").endswith("got 0")
+    for startup, expected, name in (
+            (StartUp(0, good.stderr), "~rate", None),                          # exit status
+            (StartUp(None, good.stderr), "~rate", None),                       # did not stop
+            (StartUp(1, good.stderr + "[FATAL] again\n"), "~rate", None),      # two lines
+            (StartUp(1, good.stderr), "~seed", None),                          # another message
+            (StartUp(1, good.stderr), "~rate", "bad_1"),                       # another node
+            (StartUp(1, "Traceback (most recent call last):\n" + good.stderr), "~rate", None)):
+        with pytest.raises(AssertionError):
+            check_fails_at_start(startup, expected, name)

@@ -30,6 +30,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
+from sim2real_checks.node_testing import StartUp, check_fails_at_start
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock
@@ -433,12 +434,8 @@ class TrifingerNodes(unittest.TestCase):
         self._check_controller_survives_bad_messages(probe)
 
         for case, (node, expected) in failing.items():
-            code = node.wait(60)
-            text = node.output()
-            fatal = [line for line in text.splitlines() if "[FATAL]" in line]
-            self.assertEqual(code, 1, f"{case}: {text[-2000:]}")
-            self.assertEqual(len(fatal), 1, f"{case}: {text[-2000:]}")
-            self.assertIn(expected, fatal[0], case)
+            with self.subTest(case=case):
+                check_fails_at_start(StartUp(node.wait(60), node.output()), expected)
 
 
     def _check_controller_survives_bad_messages(self, probe):

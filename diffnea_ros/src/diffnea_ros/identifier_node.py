@@ -16,8 +16,9 @@ published in batches at ``PREDICTION_RATE``), ``/diagnostics`` (counters, and th
 output checks' counters per topic and reason, 1 Hz).
 
 Input checks (:mod:`diffnea_ros.state_input`): names, sizes, NaN/Inf, stamps, and the bounds of
-a measured state for the joints ``~limits`` names (a joint-limits YAML as panda_sim2real's;
-default the Panda's); one error line per reason and second. Nothing with NaN/Inf is published.
+a measured state for the joints ``~limits`` names (a joint-limits mapping as panda_sim2real's
+config/panda_limits.yaml, loaded by the launch file; default the Panda's); one error line per
+reason and second. Nothing with NaN/Inf is published.
 Service ``~write_urdf`` (diffnea_ros/WriteUrdf): writes the URDF and a .yaml beside it
 atomically; a relative path is resolved against the node's working directory (for roslaunch,
 ROS_HOME unless the node sets ``cwd``), and the answer names the absolute paths.
@@ -44,7 +45,7 @@ from panda_sim2real.errors import PandaError
 from panda_sim2real.limits import JointLimits
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.joint_state import JointBounds
-from sim2real_checks.node import run_node
+from sim2real_checks.node import mapping_param, run_node
 
 PARAMS_TOPIC = "/diffnea/identified_params"
 EFFORT_TOPIC = "/diffnea/predicted_effort"
@@ -105,7 +106,7 @@ class IdentifierNode:
         LearnableDynamics(RigidBodyModel(self.description), self.config.parametrisation,
                           friction=self.config.friction)
         try:
-            self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None) or None)
+            self.limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
         except PandaError as exc:
             raise DiffneaError(f"~limits: {exc}") from None
         self.guard = node_guard()

@@ -7,6 +7,8 @@ robot over libfranka as ``/real`` (topics relative to the node's namespace):
 - subscribes ``joint_trajectory_controller/command`` (trajectory_msgs/JointTrajectory), run with
   the simulator's time parametrisation once validated; a rejected one leaves the robot holding;
 - offers ``~recover`` (std_srvs/Trigger) after a reflex or a lost connection.
+
+``~limits``: the joint limits, a mapping the launch file loads (config/panda_limits.yaml).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from panda_sim2real.errors import ConfigError, RobotError, PandaError, Trajector
 from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
-from sim2real_checks.node import run_node
+from sim2real_checks.node import mapping_param, run_node
 from panda_sim2real.preflight import MCL_CURRENT, MCL_FUTURE
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
@@ -67,7 +69,7 @@ class FciBridgeNode:
         if not address:
             raise ConfigError("~robot_ip is not set: give the robot's FCI address "
                               "(robot.launch robot:=fci robot_ip:=...)")
-        self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
+        self.limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
         config = BridgeConfig.from_dict({k: rospy.get_param(f"~{k}") for k in CONFIG_KEYS
                                          if rospy.has_param(f"~{k}")},
                                         self.limits.dof, "fci_bridge parameters")

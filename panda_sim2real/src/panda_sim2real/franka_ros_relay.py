@@ -11,7 +11,8 @@ know the controller's reference, so it cannot check continuity with it, and a tr
 drops leaves the controller with what it had. Bad messages (and measured states beyond the
 limits widened by ``JointLimits.bounds(measured=True)``) are dropped, counted per reason in
 /diagnostics and logged once per reason and second; nothing non-finite is published. Topics
-are relative to the node's namespace (``/real``).
+are relative to the node's namespace (``/real``). ``~limits``: the joint limits, a mapping the
+launch file loads (config/panda_limits.yaml).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.errors import PandaError, TrajectoryRejected
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.motion_limits import check_motion_limits
-from sim2real_checks.node import run_node
+from sim2real_checks.node import mapping_param, run_node
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.trajectory import PlannedTrajectory
 from panda_sim2real.ros_conversions import joint_state_msg, joint_trajectory_msg, trajectory_from_msg
@@ -35,7 +36,7 @@ from panda_sim2real.ros_conversions import joint_state_msg, joint_trajectory_msg
 
 class FrankaRosRelay:
     def __init__(self) -> None:
-        self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
+        self.limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
         self.layout = JointStateLayout(self.limits.joint_names, self.limits.bounds(measured=True))
         self.guard = node_guard()
         self._diagnostics = GuardDiagnostics(self.guard)

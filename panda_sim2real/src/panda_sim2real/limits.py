@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from sim2real_checks.joint_state import JointBounds
@@ -38,20 +38,28 @@ class JointLimits:
 
     @classmethod
     def from_yaml(cls, path: Optional[str] = None) -> "JointLimits":
+        """The limits in the YAML file ``path`` (None: config/panda_limits.yaml)."""
         path = path or DEFAULT_LIMITS_FILE
-        raw = read_yaml(path, "joint limits")
+        return cls.from_dict(read_yaml(path, "joint limits"), path)
+
+    @classmethod
+    def from_dict(cls, raw: Any, source: str = "<memory>") -> "JointLimits":
+        """The limits in a mapping of config/panda_limits.yaml's schema (a node's ``~limits``
+        parameter); ConfigError naming ``source`` and the entry."""
+        if not isinstance(raw, dict):
+            raise ConfigError(f"joint limits {source}: expected a mapping, got {type(raw).__name__}")
         try:
             names = tuple(str(n) for n in raw["joint_names"])
             arrays = {k: np.asarray(raw[k], dtype=float) for k in
                       ("position_min", "position_max", "velocity", "effort", "acceleration",
                        "jerk", "home")}
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"joint limits {path}: missing or malformed entry {exc}") from exc
+            raise ConfigError(f"joint limits {source}: missing or malformed entry {exc}") from exc
         for key, arr in arrays.items():
             if arr.shape != (len(names),) or not np.all(np.isfinite(arr)):
-                raise ConfigError(f"joint limits {path}: '{key}' needs {len(names)} finite numbers")
+                raise ConfigError(f"joint limits {source}: '{key}' needs {len(names)} finite numbers")
         if np.any(arrays["position_min"] >= arrays["position_max"]):
-            raise ConfigError(f"joint limits {path}: position_min must be below position_max")
+            raise ConfigError(f"joint limits {source}: position_min must be below position_max")
         return cls(joint_names=names, **arrays)
 
     def within_position(self, q: np.ndarray, margin: float = 0.0) -> np.ndarray:

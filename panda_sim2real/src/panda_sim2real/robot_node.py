@@ -33,7 +33,7 @@ from sim2real_checks.errors import Rejected
 from sim2real_checks.joint_state import JointStateSpec, check_joint_state
 
 from panda_sim2real.errors import PandaError, TrajectoryRejected
-from sim2real_checks.node import run_node
+from sim2real_checks.node import mapping_param, run_node
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.robot import JointMeasurement
@@ -62,9 +62,12 @@ def joint_state_target(msg: JointState, spec: JointStateSpec) -> tuple[np.ndarra
 
 class RobotNode:
     def __init__(self, config_param: str, default_config: str) -> None:
-        path = rospy.get_param(f"~{config_param}", default_config)
-        self.limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
-        config = RobotConfig.from_yaml(path).with_overrides(
+        """``~<config_param>`` and ``~limits``: mappings loaded by the launch file
+        (``sim2real_checks.node.mapping_param``; a file path still works, with a warning)."""
+        self.limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
+        config = mapping_param(f"~{config_param}", RobotConfig.from_dict,
+                               lambda path: RobotConfig.from_yaml(path or default_config))
+        config = config.with_overrides(
             publish_rate=rospy.get_param("~publish_rate", None),
             seed=rospy.get_param("~seed", None),
             urdf=rospy.get_param("~urdf", None) or None)
@@ -89,7 +92,7 @@ class RobotNode:
                                            queue_size=10)
         rospy.loginfo("%s: %s on %s, physics %.0f Hz, joint_states %.0f Hz, config %s",
                       rospy.get_name(), config.label, config.engine, config.physics_rate,
-                      config.publish_rate, path)
+                      config.publish_rate, config.source)
 
     def _on_command(self, msg: JointTrajectory) -> None:
         """A rejected trajectory stops the robot where it is (it holds position)."""

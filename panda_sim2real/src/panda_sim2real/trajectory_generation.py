@@ -93,16 +93,22 @@ class GeneratorSettings:
 
     @classmethod
     def from_yaml(cls, path: Optional[str] = None) -> "GeneratorSettings":
-        """Read a mapping of (optional) settings; unknown keys raise ConfigError."""
+        """Read a mapping of (optional) settings from ``path`` (None: config/trajectories.yaml);
+        unknown keys raise ConfigError."""
         path = path or DEFAULT_SETTINGS_FILE
         raw = read_yaml(path, "trajectory settings")
-        raw = {} if raw is None else raw
+        return cls.from_dict({} if raw is None else raw, path)
+
+    @classmethod
+    def from_dict(cls, raw: Any, source: str = "<memory>") -> "GeneratorSettings":
+        """The settings in a mapping of config/trajectories.yaml's schema (pair_runner's
+        ``~generator_config``); every key optional, ConfigError naming ``source`` and the key."""
         if not isinstance(raw, dict):
-            raise ConfigError(f"trajectory settings {path}: expected a mapping")
+            raise ConfigError(f"trajectory settings {source}: expected a mapping")
         known = {f.name for f in fields(cls)}
         unknown = sorted(str(k) for k in raw if k not in known)
         if unknown:
-            raise ConfigError(f"trajectory settings {path}: unknown key(s) {unknown}; "
+            raise ConfigError(f"trajectory settings {source}: unknown key(s) {unknown}; "
                               f"expected some of {sorted(known)}")
         values: dict[str, Any] = {}
         try:
@@ -119,7 +125,7 @@ class GeneratorSettings:
                 else:
                     values[key] = float(value)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"trajectory settings {path}: '{key}' is malformed ({exc})") from exc
+            raise ConfigError(f"trajectory settings {source}: '{key}' is malformed ({exc})") from exc
         return cls(**values)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -228,16 +228,20 @@ class WorkCycleGenerator:
 
 
 def make_generator(kinds: Sequence[str], seed: int, limits: JointLimits,
-                   generator_config: Optional[str] = None,
+                   generator_config: Union[None, str, GeneratorSettings] = None,
                    work_cycle: str = DEFAULT_WORK_CYCLE_FILE) -> Any:
     """The moves of a collection or a pair runner: the work cycle for kinds == (TASK,), else
-    the random move generator (TrajectoryGenerator) over ``kinds``; ConfigError if TASK is
-    mixed with other kinds. Both have ``next(start_q, kinds)``."""
+    the random move generator (TrajectoryGenerator) over ``kinds`` with ``generator_config``
+    (settings, or the path of their file; None: the defaults); ConfigError if TASK is mixed
+    with other kinds. Both have ``next(start_q, kinds)``."""
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     if TASK in kinds:
         if kinds != (TASK,):
             raise ConfigError(f"kind '{TASK}' (the work cycle) cannot be mixed with other "
                               f"kinds, got {list(kinds)}")
         return WorkCycleGenerator(limits, WorkCycleSettings.from_yaml(work_cycle, limits), seed)
-    settings = GeneratorSettings.from_yaml(generator_config) if generator_config else GeneratorSettings()
+    if isinstance(generator_config, GeneratorSettings):
+        settings = generator_config
+    else:
+        settings = GeneratorSettings.from_yaml(generator_config) if generator_config else GeneratorSettings()
     return TrajectoryGenerator(limits, settings, seed)

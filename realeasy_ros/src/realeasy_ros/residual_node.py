@@ -11,7 +11,8 @@ remaps them onto the simulator's):
 Service ``~reset`` (std_srvs/Trigger): forget the hidden state; warm-up starts again.
 
 Every joint state goes through sim2real_checks' joint-state check with the bounds of a measured
-state of the robot (``~limits``: ``JointLimits.bounds(measured=True)``); a rejected one is counted and logged by the
+state of the robot (``~limits``, a mapping the launch file loads, config/panda_limits.yaml by
+default: ``JointLimits.bounds(measured=True)``); a rejected one is counted and logged by the
 node's guard (one line per topic, reason and second) and leaves the hidden state alone. No output
 with NaN/Inf is published (counted and logged the same way).
 """
@@ -28,7 +29,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger, TriggerResponse
 
 from panda_sim2real.errors import PandaError
-from sim2real_checks.node import run_node
+from sim2real_checks.node import mapping_param, run_node
 from panda_sim2real.limits import JointLimits
 from realeasy_ros.networks import REALTIME
 from realeasy_ros.model import load_model
@@ -50,7 +51,7 @@ class ResidualPublisherNode:
         model_path = rospy.get_param("~model", "")
         if not model_path:
             raise PandaError("parameter ~model (path of a realtime model file) is not set")
-        limits = JointLimits.from_yaml(rospy.get_param("~limits", None))
+        limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
         model = load_model(model_path, architecture=REALTIME)
         model.check_compatible(limits.joint_names, "the robot (~limits)")
         warmup = rospy.get_param("~warmup_steps", None)

@@ -168,7 +168,7 @@ def identified_config(urdf: str, physics_rate: float, joint: Joint) -> dict[str,
     if joint.offset:
         raw["torque_sensor"] = {"offset": [float(b) for b in joint.offset],
                                 "noise_std": [0.0] * len(joint.offset)}
-    return raw
+    return {k: v for k, v in raw.items() if v is not None}   # a launch file loads it: no null
 
 
 def write_identified_config(urdf: str, physics_rate: float, joint: Joint, out: str) -> None:

@@ -85,8 +85,9 @@ diffnea-results: setup
 	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json
 	$(RUN) bash $(ROOT)/tools/diffnea_panda.sh
 
-# Compliant-actuator figures (compliant_actuator_gazebo/results/): paper 003 Fig. 8 step responses
-# and the §4.3 ILC on the 2-DoF qbMove arm, in the embedded simulation (~10 s).
+# Compliant-actuator figures (compliant_actuator_gazebo/results/): paper 003 Fig. 8 step responses,
+# the §4.3 ILC (the paper's arm, and two comparison arms), the §4.2.1 chirp responses, the §4.2.2
+# 2-DoF steps and eq. 12 sinusoid, the §4.2.3 5-DoF box push, in the embedded simulation (~1 min).
 compliant-results: setup
 	$(RUN) rosrun compliant_actuator_gazebo reproduce_fig8 \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/fig8.json --plot $(ROOT)/compliant_actuator_gazebo/results/fig8.png
@@ -94,6 +95,10 @@ compliant-results: setup
 	  --json $(ROOT)/compliant_actuator_gazebo/results/ilc.json --plot $(ROOT)/compliant_actuator_gazebo/results/ilc.png
 	$(RUN) rosrun compliant_actuator_gazebo reproduce_chirp \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/chirp.json --plot $(ROOT)/compliant_actuator_gazebo/results/chirp.png
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_two_dof \
+	  --json $(ROOT)/compliant_actuator_gazebo/results/two_dof.json --plot $(ROOT)/compliant_actuator_gazebo/results/two_dof.png
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_clik \
+	  --json $(ROOT)/compliant_actuator_gazebo/results/clik.json --plot $(ROOT)/compliant_actuator_gazebo/results/clik.png
 
 # State-space kernel figures (kernel_manager_ros/results/): paper 001's delivery-vehicle experiment
 # (deployment = our simulation with a ramp / a 1 Hz GPS) and the kernels applied to the Panda

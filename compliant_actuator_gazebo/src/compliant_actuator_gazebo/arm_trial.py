@@ -1,6 +1,8 @@
 """One ILC trial (paper 003 §4.3) on a robot of the embedded simulation: the arm starts at rest,
 its joints follow an equilibrium trajectory in operation mode 6 (or 3) with a fixed stiffness
-preset, and the link positions are sampled on the trajectory's time grid."""
+preset, and the link positions are sampled on the trajectory's time grid. The spring deflections
+d_i = q - theta_i of each trial are kept, to show where the springs saturate (|d_i| at the
+actuator's max_deflection: the spring torque stops growing, reference sheet)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,6 +37,14 @@ class EmbeddedTrial:
         self._every = int(round(ratio))
         self._sim = EmbeddedSimulation(self.description, physics_rate=self.physics_rate)
         self.trials = 0
+        self.max_deflection = np.array([self.description.spec(j).make_joint().actuator().max_deflection()
+                                        for j in self.joints])
+        self.deflections = np.empty((0, len(self.joints), 2))   # (T, joints, springs), last trial
+        self.saturation_history: list[np.ndarray] = []          # per trial: (joints,) fraction
+
+    def saturated(self) -> np.ndarray:
+        """(T, joints) True where a spring of the joint was at its deflection limit (last trial)."""
+        return np.any(np.abs(self.deflections) >= self.max_deflection[None, :, None] - 1e-9, axis=2)
 
     def __call__(self, equilibria: np.ndarray) -> np.ndarray:
         equilibria = np.asarray(equilibria, dtype=float)
@@ -46,12 +56,18 @@ class EmbeddedTrial:
             sim.set_input(joint, "equilibrium_position", value)    # references
         sim.reset(dict(self.initial_positions))
         out = np.empty_like(equilibria)
+        deflections = np.empty((len(equilibria), len(self.joints), 2))
         for k, row in enumerate(equilibria):
             for joint, value in zip(self.joints, row):
                 if not sim.set_input(joint, "equilibrium_position", value):
                     raise ValueError(f"non-finite equilibrium for {joint} at sample {k}")
-            out[k] = [sim.state(joint).q for joint in self.joints]
+            for j, joint in enumerate(self.joints):
+                s = sim.state(joint)
+                out[k, j] = s.q
+                deflections[k, j] = (s.q - s.output.motor1.position, s.q - s.output.motor2.position)
             sim.step(self._every)
+        self.deflections = deflections
+        self.saturation_history.append(np.mean(self.saturated(), axis=0))
         self.trials += 1
         return out
 

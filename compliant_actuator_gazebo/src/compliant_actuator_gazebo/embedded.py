@@ -241,6 +241,54 @@ class EmbeddedSimulation:
     def steps(self) -> int:
         return self._steps
 
+    # -- environment (paper 003 §4.2.3: the box on the ground) -----------------------------
+    def add_ground(self, height: float = 0.0, lateral_friction: float = 1.0) -> int:
+        """A static plane z = ``height`` with ``lateral_friction``; returns its body id.
+
+        PyBullet combines two bodies' Coulomb coefficients as their product, so a box of
+        friction 1 on this plane slides with ``lateral_friction``."""
+        p, cid = self._p, self._cid
+        shape = p.createCollisionShape(p.GEOM_PLANE, physicsClientId=cid)
+        body = p.createMultiBody(0.0, shape, basePosition=(0.0, 0.0, float(height)), physicsClientId=cid)
+        p.changeDynamics(body, -1, lateralFriction=float(lateral_friction), physicsClientId=cid)
+        return body
+
+    def add_box(self, size: tuple[float, float, float], mass: float, position: tuple[float, float, float],
+                lateral_friction: float = 1.0) -> int:
+        """A free box of edge lengths ``size`` [m] and ``mass`` [kg] centred at ``position``;
+        returns its body id. Bodies added stay where they are on :meth:`reset`."""
+        if not (mass > 0.0 and all(s > 0.0 for s in size)):
+            raise ValueError(f"a box needs a mass > 0 and sizes > 0, got {mass}, {size}")
+        p, cid = self._p, self._cid
+        half = [0.5 * float(s) for s in size]
+        shape = p.createCollisionShape(p.GEOM_BOX, halfExtents=half, physicsClientId=cid)
+        body = p.createMultiBody(float(mass), shape, basePosition=[float(x) for x in position],
+                                 physicsClientId=cid)
+        p.changeDynamics(body, -1, lateralFriction=float(lateral_friction), linearDamping=0.0,
+                         angularDamping=0.0, physicsClientId=cid)
+        return body
+
+    def body_position(self, body: int) -> tuple[float, float, float]:
+        """World position of the base of a body added with :meth:`add_box` or :meth:`add_ground`."""
+        return tuple(self._p.getBasePositionAndOrientation(body, physicsClientId=self._cid)[0])
+
+    def link_point(self, link: str, point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+                   ) -> tuple[float, float, float]:
+        """World position of ``point`` (in the URDF frame of the robot's ``link``), now."""
+        p, cid = self._p, self._cid
+        index = self._link_index(link)
+        state = p.getLinkState(self._body, index, computeForwardKinematics=True, physicsClientId=cid)
+        position, orientation = p.multiplyTransforms(state[4], state[5], point, (0.0, 0.0, 0.0, 1.0),
+                                                     physicsClientId=cid)
+        return tuple(position)
+
+    def _link_index(self, link: str) -> int:
+        p, cid = self._p, self._cid
+        for j in range(p.getNumJoints(self._body, physicsClientId=cid)):
+            if p.getJointInfo(self._body, j, physicsClientId=cid)[12].decode() == link:
+                return j
+        raise KeyError(f"{link!r} is not a moving link of {self.description.name!r}")
+
     # -- diagnostics ----------------------------------------------------------------------
     @property
     def core_seconds(self) -> float:

@@ -2,7 +2,6 @@
 every bad description (one-line DescriptionError naming the problem). No ROS master needed."""
 import math
 import os
-import subprocess
 
 import pytest
 import yaml
@@ -10,6 +9,7 @@ import yaml
 import compliant_actuator_gazebo as cag
 from compliant_actuator_gazebo.description import (DescriptionError, load_description,
                                                    parse_description)
+from sim2real_checks.launch_testing import launch_params
 
 PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 URDF = os.path.join(PKG, "urdf")
@@ -199,9 +199,7 @@ def test_manager_configs_match_the_descriptions(name):
 ])
 def test_launch_files_give_a_valid_description(launch, args, robot_name, joints):
     """roslaunch --dump-params runs the xacro command of each launch file (no master needed)."""
-    out = subprocess.run(["roslaunch", "--dump-params", "compliant_actuator_gazebo", launch, *args],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    params = yaml.safe_load(out)
+    params = launch_params(f"compliant_actuator_gazebo {launch}", *args)
     d = parse_description(params["/robot_description"])
     assert d.name == robot_name and list(d.compliant_names) == joints
     for joint, inputs in params.get("/compliant_sim/initial_inputs", {}).items():

@@ -3,38 +3,23 @@ configuration as mappings loaded by the launch file (issue 21; the node reads th
 sim2real_checks.node.mapping_param); argument docs: tools/test/test_launch_conventions.py."""
 import dataclasses
 import os
-import subprocess
 
 import numpy as np
 import pytest
-import yaml
 
 from panda_sim2real.limits import DEFAULT_LIMITS_FILE, JointLimits
 from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
 from panda_sim2real.trajectory_generation import DEFAULT_SETTINGS_FILE, GeneratorSettings
+from sim2real_checks.launch_testing import launch_params, param_mapping
 
 LAUNCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch")
 
 
 def dump_params(launch: str, *args: str) -> dict:
-    done = subprocess.run(["roslaunch", "--dump-params", os.path.join(LAUNCH, launch), *args],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return yaml.safe_load(done.stdout)
+    return launch_params(os.path.join(LAUNCH, launch), *args)
 
 
-def mapping(params: dict, name: str) -> dict:
-    """The mapping under the parameter ``name``, as rospy.get_param returns it."""
-    out: dict = {}
-    for key, value in params.items():
-        if key.startswith(name + "/"):
-            *parents, leaf = key[len(name) + 1:].split("/")
-            tree = out
-            for part in parents:
-                tree = tree.setdefault(part, {})
-            tree[leaf] = value
-    assert out, f"nothing under {name}"
-    return out
+mapping = param_mapping
 
 
 def same_limits(a: JointLimits, b: JointLimits) -> None:

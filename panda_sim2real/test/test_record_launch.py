@@ -4,7 +4,7 @@ split rosbag record named record_pairs, and the pair runner watches it and ends 
 import os
 import subprocess
 
-import yaml
+from sim2real_checks.launch_testing import launch_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROOT_LAUNCH = os.path.join(ROOT, "launch", "record_pairs.launch")
@@ -17,7 +17,7 @@ def roslaunch(*args: str) -> str:
 
 
 def test_root_launch_passes_the_publish_rate_to_both_robots():
-    params = yaml.safe_load(roslaunch("--dump-params", ROOT_LAUNCH, "publish_rate:=1000"))
+    params = launch_params(ROOT_LAUNCH, "publish_rate:=1000")
     assert params["/sim/panda_sim/publish_rate"] == 1000
     assert params["/real/panda_reality/publish_rate"] == 1000
     runner = {k.split("/")[-1]: v for k, v in params.items() if k.startswith("/pair_runner/")}

@@ -1,4 +1,4 @@
-"""sim2real_checks.node.mapping_param: a mapping, a file path (the old way) or nothing."""
+"""sim2real_checks.node: mapping_param (a mapping, a file path or nothing); node_testing and launch_testing."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -73,3 +73,13 @@ def test_check_fails_at_start_accepts_only_one_fatal_line_exit_1_and_no_tracebac
             (StartUp(1, "Traceback (most recent call last):\n" + good.stderr), "~rate", None)):
         with pytest.raises(AssertionError):
             check_fails_at_start(startup, expected, name)
+
+
+def test_param_mapping_rebuilds_the_nested_mapping_a_launch_file_loaded() -> None:
+    from sim2real_checks.launch_testing import param_mapping
+
+    params = {"/n/limits/velocity": [1.0, 2.0], "/n/limits/gains/kp": 3, "/n/limits/gains/kd": 0.1,
+              "/n/rate": 100, "/n/limits_extra": 1}
+    assert param_mapping(params, "/n/limits") == {"velocity": [1.0, 2.0], "gains": {"kp": 3, "kd": 0.1}}
+    with pytest.raises(AssertionError, match="nothing under /n/other"):
+        param_mapping(params, "/n/other")

@@ -25,13 +25,12 @@ simulation is not republished as fresh data).
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-import yaml
 from sim2real_checks.errors import Rejected
+from sim2real_checks.yaml_files import read_yaml
 
 from compliant_actuator_gazebo.bounds import JointBounds
 from compliant_actuator_gazebo.errors import CompliantError
@@ -114,15 +113,7 @@ class RobotLayout:
     def from_yaml(cls, path: str) -> "RobotLayout":
         """Read a manager YAML file; one-line LayoutError for a missing, unreadable, corrupt or
         invalid file."""
-        if not os.path.isfile(path):
-            raise LayoutError(f"manager config not found: {path}")
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = yaml.safe_load(f)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LayoutError(f"cannot read manager config {path}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise LayoutError(f"manager config {path} is not valid YAML: {exc}") from exc
+        data = read_yaml(path, "manager config", LayoutError)
         return cls.from_dict(data, source=f"manager config {path}")
 
     def robot_topic(self, name: str) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 from sim2real_checks.joint_state import JointBounds
 
 from panda_sim2real.errors import ConfigError
-from panda_sim2real.yaml_files import read_yaml
+from sim2real_checks.yaml_files import read_yaml
 
 MEASURED_POSITION_MARGIN = 0.1   # rad a measured joint may be past its limit (overshoot, sensing)
 MEASURED_RATE_FACTOR = 2.0       # a measured velocity or torque (a collision) may pass its limit
@@ -40,7 +40,7 @@ class JointLimits:
     def from_yaml(cls, path: Optional[str] = None) -> "JointLimits":
         """The limits in the YAML file ``path`` (None: config/panda_limits.yaml)."""
         path = path or DEFAULT_LIMITS_FILE
-        return cls.from_dict(read_yaml(path, "joint limits"), path)
+        return cls.from_dict(read_yaml(path, "joint limits", ConfigError), path)
 
     @classmethod
     def from_dict(cls, raw: Any, source: str = "<memory>") -> "JointLimits":

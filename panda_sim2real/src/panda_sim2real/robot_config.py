@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import CONFIG_DIR
-from panda_sim2real.yaml_files import read_yaml
+from sim2real_checks.yaml_files import read_yaml
 
 DOF = 7
 SIM_CONFIG_FILE = os.path.join(CONFIG_DIR, "sim", "panda_sim.yaml")
@@ -104,7 +104,7 @@ class RobotConfig:
 
     @classmethod
     def from_yaml(cls, path: str) -> "RobotConfig":
-        return cls.from_dict(read_yaml(path, "robot config"), source=path)
+        return cls.from_dict(read_yaml(path, "robot config", ConfigError), source=path)
 
     @classmethod
     def from_dict(cls, raw: Any, source: str = "<memory>") -> "RobotConfig":

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from panda_sim2real.errors import ConfigError
-from panda_sim2real.yaml_files import read_yaml
+from sim2real_checks.yaml_files import read_yaml
 from panda_sim2real.limits import CONFIG_DIR, JointLimits
 from panda_sim2real.trajectory import PlannedTrajectory
 
@@ -96,7 +96,7 @@ class GeneratorSettings:
         """Read a mapping of (optional) settings from ``path`` (None: config/trajectories.yaml);
         unknown keys raise ConfigError."""
         path = path or DEFAULT_SETTINGS_FILE
-        raw = read_yaml(path, "trajectory settings")
+        raw = read_yaml(path, "trajectory settings", ConfigError)
         return cls.from_dict({} if raw is None else raw, path)
 
     @classmethod

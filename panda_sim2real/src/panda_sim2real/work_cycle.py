@@ -28,7 +28,7 @@ from panda_sim2real.trajectory import PlannedTrajectory
 from panda_sim2real.trajectory_generation import (GeneratorSettings, TrajectoryGenerator,
                                                  checked_start, minimum_jerk,
                                                  minimum_jerk_duration)
-from panda_sim2real.yaml_files import read_yaml
+from sim2real_checks.yaml_files import read_yaml
 
 DEFAULT_WORK_CYCLE_FILE = os.path.join(CONFIG_DIR, "work_cycle.yaml")
 TASK = "task"
@@ -101,7 +101,7 @@ class WorkCycleSettings:
         path = path or DEFAULT_WORK_CYCLE_FILE
         limits = limits or JointLimits.from_yaml()
         source = f"work cycle {path}"
-        raw = read_yaml(path, "work cycle")
+        raw = read_yaml(path, "work cycle", ConfigError)
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: expected a mapping with keys {list(REQUIRED)}")
         known = {f.name for f in fields(cls)}

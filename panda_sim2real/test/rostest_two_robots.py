@@ -136,7 +136,9 @@ class TwoRobots(unittest.TestCase):
             f.write("engine: mujoco\nphysics_rate: [1000\n")
         cases = [("reality_config", "/nonexistent/reality.yaml", "not found"),
                  ("reality_config", bad_yaml, "not valid YAML"),
-                 ("urdf", "/nonexistent/robot.urdf", "URDF not found")]
+                 ("urdf", "/nonexistent/robot.urdf", "URDF not found"),
+                 # a scalar parameter read with sim2real_checks.params: one line, no traceback
+                 ("publish_rate", "fast", "~publish_rate must be a finite number, got 'fast'")]
         for k, (param, value, phrase) in enumerate(cases):
             # a fresh node name per case: private parameters outlive the node on the server
             with self.subTest(param=param, value=value):

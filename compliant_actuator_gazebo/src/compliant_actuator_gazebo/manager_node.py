@@ -23,7 +23,6 @@ counters on /diagnostics at 1 Hz.
 """
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 from typing import Optional
@@ -32,6 +31,7 @@ import rospy
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.node import mapping_param
+from sim2real_checks.params import number_param
 from std_msgs.msg import Float64, Float64MultiArray
 
 from compliant_actuator_gazebo.bounds import JointBounds, robot_bounds
@@ -97,13 +97,8 @@ class ManagerParams:
         """From the parameter server; LayoutError, ParameterError or DescriptionError (one
         line) otherwise."""
         layout = load_layout()
-        value = rospy.get_param("~publish_rate", 100.0)
-        try:
-            rate = float(value)
-        except (TypeError, ValueError):
-            rate = math.nan
-        if not (math.isfinite(rate) and rate > 0):
-            raise ParameterError(f"~publish_rate must be a positive number of Hz, got {value!r}")
+        rate = number_param("~publish_rate", 100.0, ParameterError, positive=True,
+                            what="a positive number of Hz")
         return cls(layout, rate, load_bounds(layout))
 
 

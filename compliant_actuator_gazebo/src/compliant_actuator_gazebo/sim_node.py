@@ -15,26 +15,12 @@ from typing import Any, Mapping
 import rospy
 from rosgraph_msgs.msg import Clock
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
+from sim2real_checks.params import number_param
 
 from compliant_actuator_gazebo.description import RobotDescription, parse_description
 from compliant_actuator_gazebo.embedded import INPUTS, EmbeddedSimulation
 from compliant_actuator_gazebo.errors import CompliantError, ParameterError
 from compliant_actuator_gazebo.topics import RobotTopics
-
-
-def _number(name: str, value: Any, minimum: float = -math.inf, strict: bool = False,
-            finite: bool = False) -> float:
-    """``float(value)`` of the parameter ``~name``, within its range; ParameterError naming it."""
-    kind = "a finite number" if finite else "a number"
-    bound = "" if minimum == -math.inf else f" {'>' if strict else '>='} {minimum:g}"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"~{name} must be {kind}{bound}, got {value!r}") from None
-    in_range = number > minimum if strict else number >= minimum
-    if not in_range or (finite and not math.isfinite(number)):
-        raise ParameterError(f"~{name} must be {kind}{bound}, got {number}")
-    return number
 
 
 def _mapping(where: str, value: Any, shapes: tuple[str, ...]) -> dict:
@@ -79,8 +65,7 @@ class SimParams:
             raise ParameterError(f"the robot description must be URDF text, got "
                                  f"{type(text).__name__}")
         description = parse_description(text)
-        physics_rate = _number("physics_rate", rospy.get_param("~physics_rate", 1000.0), 0.0,
-                               strict=True, finite=True)
+        physics_rate = number_param("~physics_rate", 1000.0, ParameterError, positive=True)
         initial_positions = _mapping("~initial_positions",
                                      rospy.get_param("~initial_positions", None) or {},
                                      ("{joint: value}",))
@@ -103,13 +88,12 @@ class SimParams:
         return cls(
             description=description,
             physics_rate=physics_rate,
-            publish_rate=min(_number("publish_rate", rospy.get_param("~publish_rate", 100.0), 0.0,
-                                     strict=True), physics_rate),
-            clock_rate=_number("clock_rate", rospy.get_param("~clock_rate", 1000.0), 0.0,
-                               strict=True),
-            real_time_factor=_number("real_time_factor",
-                                     rospy.get_param("~real_time_factor", 1.0), 0.0),
-            gravity=_number("gravity", rospy.get_param("~gravity", 9.81), finite=True),
+            publish_rate=min(number_param("~publish_rate", 100.0, ParameterError, positive=True,
+                                          finite=False), physics_rate),
+            clock_rate=number_param("~clock_rate", 1000.0, ParameterError, positive=True, finite=False),
+            real_time_factor=number_param("~real_time_factor", 1.0, ParameterError, minimum=0.0,
+                                          finite=False),
+            gravity=number_param("~gravity", 9.81, ParameterError),
             initial_positions=initial_positions, initial_inputs=initial_inputs)
 
 

@@ -46,19 +46,13 @@ from panda_sim2real.limits import JointLimits
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.joint_state import JointBounds
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import flag_param, number_param
 
 PARAMS_TOPIC = "/diffnea/identified_params"
 EFFORT_TOPIC = "/diffnea/predicted_effort"
 PREDICTION_RATE = 50.0    # [Hz] batches of predicted efforts
 STOP_SECONDS = 2.0        # the longest wait for the training thread's current step at shutdown
 _INERTIA_INDEX = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
-
-
-def _number(name: str, default: float) -> float:
-    value = rospy.get_param(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise DiffneaError(f"parameter {name} must be a number, got {value!r}")
-    return float(value)
 
 
 def params_message(snapshot: Snapshot, stamp: rospy.Time) -> IdentifiedParams:
@@ -90,14 +84,11 @@ class IdentifierNode:
         self.description = load_robot(str(urdf))
         self.config = OnlineConfig(
             parametrisation=str(rospy.get_param("~parametrisation", "cov")).lower(),
-            learning_rate=_number("~learning_rate", 1e-2),
-            buffer_seconds=_number("~buffer_seconds", 60.0),
-            friction=bool(rospy.get_param("~friction", False))).validate()
-        self.publish_rate = _number("~publish_rate", 2.0)
-        self.replay_rate = _number("~replay_rate", 20.0)
-        if self.publish_rate <= 0 or self.replay_rate < 0:
-            raise DiffneaError(f"~publish_rate must be > 0 and ~replay_rate >= 0, got "
-                               f"{self.publish_rate} and {self.replay_rate}")
+            learning_rate=number_param("~learning_rate", 1e-2, DiffneaError),
+            buffer_seconds=number_param("~buffer_seconds", 60.0, DiffneaError),
+            friction=flag_param("~friction", False, DiffneaError)).validate()
+        self.publish_rate = number_param("~publish_rate", 2.0, DiffneaError, positive=True)
+        self.replay_rate = number_param("~replay_rate", 20.0, DiffneaError, minimum=0.0)
         locked = rospy.get_param("~locked_joints", None)
         if locked is not None and (not isinstance(locked, list)
                                    or not all(isinstance(n, str) for n in locked)):

@@ -39,13 +39,13 @@ from roslib.message import get_message_class
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import number_param
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.manager import Decision, KernelManager
 from kernel_manager_ros.msg import ActiveKernel
-from kernel_manager_ros.node_params import number_param
 from kernel_manager_ros.state_spec import Channel, FieldPath, StateSpec
 
 ACTIVE_KERNEL = "/kernel_manager/active_kernel"
@@ -127,7 +127,7 @@ class ManagerParams:
         if not isinstance(suffix, str):
             raise KernelError(f"~suffix must be a string, got {suffix!r}")
         return cls(spec, kernels_path, rospy.get_param("~set_state", None) or None, suffix,
-                   number_param("max_abs", MAX_ABS, positive=True))
+                   number_param("~max_abs", MAX_ABS, KernelError, positive=True))
 
 
 class KernelManagerNode:

@@ -37,6 +37,7 @@ from panda_sim2real.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import RobotState
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import flag_param, number_param
 from panda_sim2real.preflight import MCL_CURRENT, MCL_FUTURE
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
@@ -57,7 +58,7 @@ def lock_memory() -> None:
 
 
 def rate_param(name: str, default: float) -> float:
-    rate = float(rospy.get_param(name, default))
+    rate = number_param(name, default, ConfigError)
     if not 0.0 < rate <= MAX_RATE:
         raise ConfigError(f"{name} = {rate:g} Hz: give a rate in (0, {MAX_RATE:g}]")
     return rate
@@ -88,9 +89,9 @@ class FciBridgeNode:
         self.guard = node_guard()
         self.latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._next_joint = self._next_state = -np.inf
-        if rospy.get_param("~lock_memory", False):
+        if flag_param("~lock_memory", False, ConfigError):
             lock_memory()
-        self.bridge.connect(timeout=float(rospy.get_param("~connect_timeout", 20.0)))
+        self.bridge.connect(timeout=number_param("~connect_timeout", 20.0, ConfigError, minimum=0.0))
         self.bridge.start()
         kernel = "a real-time" if self.bridge.realtime_kernel else "NOT a real-time"
         rospy.loginfo(f"{rospy.get_name()}: connected to {address}, holding; {kernel} kernel")

@@ -34,6 +34,7 @@ from sim2real_checks.joint_state import JointStateSpec, check_joint_state
 
 from panda_sim2real.errors import PandaError, TrajectoryRejected
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.robot import JointMeasurement
@@ -68,15 +69,13 @@ class RobotNode:
         config = mapping_param(f"~{config_param}", RobotConfig.from_dict,
                                lambda path: RobotConfig.from_yaml(path or default_config))
         config = config.with_overrides(
-            publish_rate=rospy.get_param("~publish_rate", None),
-            seed=rospy.get_param("~seed", None),
+            publish_rate=optional_number_param("~publish_rate", PandaError),
+            seed=integer_param("~seed", None, PandaError),
             urdf=rospy.get_param("~urdf", None) or None)
         self.robot = SimulatedRobot(config, self.limits)
-        self.publish_clock = bool(rospy.get_param("~publish_clock", False))
-        self.real_time_factor = float(rospy.get_param("~real_time_factor", 1.0))
-        self.clock_rate = float(rospy.get_param("~clock_rate", config.publish_rate))
-        if self.real_time_factor < 0 or self.clock_rate <= 0:
-            raise PandaError("~real_time_factor must be >= 0 and ~clock_rate > 0")
+        self.publish_clock = flag_param("~publish_clock", False, PandaError)
+        self.real_time_factor = number_param("~real_time_factor", 1.0, PandaError, minimum=0.0)
+        self.clock_rate = number_param("~clock_rate", config.publish_rate, PandaError, positive=True)
         self._lock = threading.Lock()
         self._closed = False      # set under the lock: no callback touches the physics after
         self.guard = node_guard()

@@ -30,6 +30,7 @@ from std_srvs.srv import Trigger, TriggerResponse
 
 from panda_sim2real.errors import PandaError
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import integer_param
 from panda_sim2real.limits import JointLimits
 from realeasy_ros.networks import REALTIME
 from realeasy_ros.model import load_model
@@ -54,17 +55,15 @@ class ResidualPublisherNode:
         limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
         model = load_model(model_path, architecture=REALTIME)
         model.check_compatible(limits.joint_names, "the robot (~limits)")
-        warmup = rospy.get_param("~warmup_steps", None)
+        warmup = integer_param("~warmup_steps", None, PandaError, minimum=0)
         if warmup is not None:
-            if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-                raise PandaError(f"~warmup_steps must be a non-negative integer, got {warmup!r}")
             model.warmup_steps = warmup
         self.model = model
         # a measured state's bounds; the model's joints are the limits' (check_compatible), in
         # the same order
         self.stream = ResidualStream(model, limits.bounds(measured=True))
         self.guard = node_guard()
-        self.latency = LatencyStats(int(rospy.get_param("~latency_window", 60000)))
+        self.latency = LatencyStats(integer_param("~latency_window", 60000, PandaError, minimum=1))
         self._lock = threading.Lock()
         self._stamps: list[float] = []
         self._rate_checked = False

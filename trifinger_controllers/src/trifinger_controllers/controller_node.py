@@ -22,6 +22,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import flag_param, integer_param, number_param
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
@@ -83,24 +84,6 @@ def build_controller(name: str, grasp: str, level: int, params: Optional[Paramet
     return controller
 
 
-def _flag(name: str, default: bool) -> bool:
-    value = rospy.get_param(f"~{name}", default)
-    if not isinstance(value, bool):
-        raise ConfigurationError(f"~{name} must be true or false, got {value!r}")
-    return value
-
-
-def _number(name: str, default, kind: type):
-    value = rospy.get_param(f"~{name}", default)
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return kind(value)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"~{name} must be a number ({kind.__name__}), "
-                                 f"got {value!r}") from None
-
-
 class ComputeStats:
     """Compute times of the controller (wall clock) and counters, for /diagnostics."""
 
@@ -146,13 +129,11 @@ class ControllerNode:
             self.grasp = str(rospy.get_param("~grasp", "")) or default_grasp(name)
         except ValueError as exc:        # unknown controller name
             raise ConfigurationError(str(exc)) from None
-        self.level = _number("level", 3, int)
-        self.wait = _number("lock_step_wait", LOCK_STEP_WAIT, float)
-        if self.wait <= 0:
-            raise ConfigurationError(f"~lock_step_wait must be > 0, got {self.wait}")
+        self.level = integer_param("~level", 3, ConfigurationError)
+        self.wait = number_param("~lock_step_wait", LOCK_STEP_WAIT, ConfigurationError, positive=True)
         self.controller = build_controller(name, self.grasp, self.level, load_params(name),
                                            str(rospy.get_param("~rpl_policy", rospy.get_param("~residual", ""))),
-                                           _flag("align", False))
+                                           flag_param("~align", False, ConfigurationError))
         self.period = max(1, int(round(PHYSICS_RATE / self.controller.rate_hz)))
         self.stats = ComputeStats()
         self.estimator = ObservationFilter()             # the cube pose the controller acts on

@@ -24,6 +24,7 @@ from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.errors import Rejected
 from sim2real_checks.node import run_node
+from sim2real_checks.params import flag_param, integer_param, number_param
 from std_msgs.msg import String
 
 from trifinger_controllers import message_checks as mc
@@ -64,32 +65,18 @@ def _gains(value: Any, name: str) -> np.ndarray:
     return gains
 
 
-def _param(name: str, default: Any, kind: type) -> Any:
-    value = rospy.get_param(f"~{name}", default)
-    try:
-        if kind is bool:
-            if isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(value)
-                return value.lower() in ("true", "1")
-            return bool(value)
-        return kind(value)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"~{name} must be {kind.__name__}, got {value!r}") from None
-
-
 class SimNode:
     """Parameters, publishers and subscribers of ``trifinger_sim``; :meth:`spin` runs it."""
 
     def __init__(self) -> None:
         self.name = rospy.get_name()
-        self.level = _param("level", 3, int)
-        self.seed = _param("seed", 0, int)
+        self.level = integer_param("~level", 3, ConfigurationError)
+        self.seed = integer_param("~seed", 0, ConfigurationError)
         try:
             task.check_level(self.level)
         except ValueError as exc:
             raise ConfigurationError(f"~level: {exc}") from None
-        error = _param("init_orientation_error", -1.0, float)
+        error = number_param("~init_orientation_error", -1.0, ConfigurationError)
         error = None if error < 0 else error          # negative: no imposed orientation error
         goal_param = rospy.get_param("~goal", None)
         try:
@@ -102,33 +89,28 @@ class SimNode:
                 self.level, 1, self.seed, error, goal)[0]
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
-        self.lock_step = _param("lock_step", False, bool)
-        self.real_time_factor = _param("real_time_factor", 1.0, float)
-        publish_rate = _param("publish_rate", PHYSICS_RATE, float)
-        self.episode_seconds = _param("episode_seconds", 0.0, float)
-        self.resend = _param("lock_step_resend", LOCK_STEP_RESEND, float)
-        delay = _param("camera_delay_steps", DEFAULT_CAMERA_DELAY_STEPS, int)
-        self.command_timeout = _param("command_timeout", COMMAND_TIMEOUT, float)
+        self.lock_step = flag_param("~lock_step", False, ConfigurationError)
+        self.real_time_factor = number_param("~real_time_factor", 1.0, ConfigurationError, minimum=0.0)
+        publish_rate = number_param("~publish_rate", PHYSICS_RATE, ConfigurationError)
+        self.episode_seconds = number_param("~episode_seconds", 0.0, ConfigurationError, minimum=0.0)
+        self.resend = number_param("~lock_step_resend", LOCK_STEP_RESEND, ConfigurationError, positive=True)
+        delay = integer_param("~camera_delay_steps", DEFAULT_CAMERA_DELAY_STEPS, ConfigurationError,
+                              minimum=0)
+        self.command_timeout = number_param(
+            "~command_timeout", COMMAND_TIMEOUT, ConfigurationError, minimum=1.0 / PHYSICS_RATE,
+            what=f"a finite number of simulated seconds >= {1.0 / PHYSICS_RATE:g}")
         self.kp = _gains(rospy.get_param("~position_kp", DEFAULT_POSITION_KP), "position_kp")
         self.kd = _gains(rospy.get_param("~position_kd", DEFAULT_POSITION_KD), "position_kd")
-        if self.real_time_factor < 0:
-            raise ConfigurationError(f"~real_time_factor must be >= 0, got {self.real_time_factor}")
         if not 0 < publish_rate <= PHYSICS_RATE:
             raise ConfigurationError(f"~publish_rate must be in (0, {PHYSICS_RATE:.0f}] Hz, "
                                      f"got {publish_rate}")
-        if self.episode_seconds < 0 or self.resend <= 0:
-            raise ConfigurationError("~episode_seconds must be >= 0 and ~lock_step_resend > 0")
-        if delay < 0:
-            raise ConfigurationError(f"~camera_delay_steps must be >= 0, got {delay}")
-        if not 1.0 / PHYSICS_RATE <= self.command_timeout < float("inf"):
-            raise ConfigurationError(f"~command_timeout must be a finite number of simulated "
-                                     f"seconds >= {1.0 / PHYSICS_RATE:g}, got {self.command_timeout}")
         self.watchdog = CommandWatchdog(int(round(self.command_timeout * PHYSICS_RATE)))
         self.publish_every = (1 if self.lock_step
                               else max(1, int(round(PHYSICS_RATE / publish_rate))))
-        self.publish_clock = _param("publish_clock", rospy.get_param("/use_sim_time", False), bool)
-        camera = _param("camera", DEFAULT_CAMERA, str)
-        physics = _param("physics", DEFAULT_PHYSICS, str)
+        self.publish_clock = flag_param("~publish_clock", rospy.get_param("/use_sim_time", False),
+                                        ConfigurationError)
+        camera = str(rospy.get_param("~camera", DEFAULT_CAMERA))
+        physics = str(rospy.get_param("~physics", DEFAULT_PHYSICS))
         try:
             self.options = SimOptions.named(camera, physics)
         except ValueError as exc:

@@ -25,12 +25,11 @@ import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.node_params import (flag_param, integer_param, number_param,
-                                            optional_number_param)
 from kernel_manager_ros.vehicle.mission import (
     Command, MissionConfig, MissionProgram, average_total_reward)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
@@ -62,13 +61,13 @@ class MissionParams:
     def from_ros(cls) -> "MissionParams":
         """From the parameter server; KernelError naming the parameter otherwise."""
         config = mapping_param("~config", MissionConfig.from_dict, load_config)
-        gain = optional_number_param("pitch_speed_gain", minimum=0.0)
+        gain = optional_number_param("~pitch_speed_gain", KernelError, minimum=0.0)
         if gain is not None:
             config = config.with_program(pitch_speed_gain=gain)
-        return cls(config, missions=integer_param("missions", 0, minimum=0),
-                   gap=number_param("gap", 2.0, minimum=0.0),
-                   seed=integer_param("seed", 0, minimum=0),
-                   use_kernel_topics=flag_param("use_kernel_topics", False))
+        return cls(config, missions=integer_param("~missions", 0, KernelError, minimum=0),
+                   gap=number_param("~gap", 2.0, KernelError, minimum=0.0),
+                   seed=integer_param("~seed", 0, KernelError, minimum=0),
+                   use_kernel_topics=flag_param("~use_kernel_topics", False, KernelError))
 
 
 class MissionNode:

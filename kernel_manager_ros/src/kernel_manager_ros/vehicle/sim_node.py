@@ -30,11 +30,10 @@ from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.node_params import (flag_param, integer_param, number_param,
-                                            optional_number_param)
 from kernel_manager_ros.msg import VehicleCommand, VehicleState
 from kernel_manager_ros.vehicle.checks import VehicleBounds, check_command, check_set_state
 from kernel_manager_ros.vehicle.messages import attitude_message, gps_messages, to_time
@@ -60,14 +59,14 @@ class VehicleSimParams:
     def from_ros(cls) -> "VehicleSimParams":
         """From the parameter server; KernelError naming the parameter otherwise."""
         config = mapping_param("~config", VehicleConfig.from_dict, load_config)
-        gps_rate = optional_number_param("gps_rate", minimum=0.0)   # 0: as configured
+        gps_rate = optional_number_param("~gps_rate", KernelError, minimum=0.0)   # 0: as configured
         try:
             config = config.with_overrides(gps_rate=gps_rate or None)
         except KernelError as exc:    # a rate that does not divide the physics rate
             raise KernelError(f"~gps_rate: {exc}") from None
-        config = config.with_overrides(seed=integer_param("seed", None, minimum=0))
-        return cls(config, flag_param("publish_clock", False),
-                   number_param("real_time_factor", 1.0, minimum=0.0))
+        config = config.with_overrides(seed=integer_param("~seed", None, KernelError, minimum=0))
+        return cls(config, flag_param("~publish_clock", False, KernelError),
+                   number_param("~real_time_factor", 1.0, KernelError, minimum=0.0))
 
 
 class VehicleSimNode:

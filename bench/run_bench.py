@@ -1,31 +1,17 @@
-"""make bench: performance figures, written to bench/results/*.json.
+"""make bench: performance figures, written to bench/results/*.json (each part's details are in
+the module docstring of its script).
 
 * robot_speed: simulated seconds per wall second of each robot (1 kHz physics, joint states at
-  100 Hz serialised as sensor_msgs/JointState, as the node publishes them), measured in the same
-  run, with the stand-in/simulator ratio. Target: at least 5x real time each.
-* collect_100: wall time to collect 100 real/sim pairs with `collect` (both robots, rosbag).
-* realtime_step: one Realeasy realtime step (paper 000 Algorithm 3) per candidate implementation
-  (torch eager, TorchScript, NumPy, C++), median and p99 [us], vs the paper's 0.39 ms
-  (bench/realtime_step.py).
-* node_latency: the residual_publisher node with 1 kHz input over --latency-seconds, message in ->
-  corrected message out, vs one hop of the same transport without the node (bench/node_latency.py).
-* fci_bridge: fci_bridge against fci_standin over the libfranka protocol for --fci-seconds at
-  1 kHz (control command success rate, /real/joint_states rate and gaps, tick-to-publish
-  latency, tracking RMS over FCI vs the ROS-native stand-in), with the stand-in at normal
-  priority and at SCHED_FIFO 40, vs franka_state_controller's 30 Hz (bench/fci_bridge.py).
-* diffnea_dynamics: diffnea_ros inverse dynamics throughput at batch 1/256/4096 and the ID-loss
-  forward+backward at batch 256, vs Pinocchio (single call) and differentiable-robot-model
-  (installed for the bench only by tools/install_bench_peers.sh) (bench/diffnea_dynamics.py).
-* compliant_actuators: compliant_actuator_gazebo's core step per joint in C++ and from Python,
-  and the 5-DoF arm at 1 kHz in the embedded simulation with the core's share of the step, vs
-  the same arm with rigid joints (bench/compliant_actuators.py).
-* kernel_manager: the kernel manager's look-up per step with 10 000 kernels (target <= 50 us
-  median) vs a NumPy linear scan in the same run, and kernel generation (Algorithm 1) on the
-  delivery vehicle's design and deployment histories (100 missions each) (bench/kernel_manager.py).
-* trifinger_controllers: level 3 (CPC-TG, CIC-CG, MP-PG, 20 trials), level 4 with a 10 degree
-  initial orientation error, the mix-and-match table (paper 004 Table II layout), controller
-  compute time per call and MP planning time per grasp attempt, in simulation
-  (bench/trifinger_benchmark.py, ~1 h; --skip-trifinger leaves it out).
+  100 Hz serialised as sensor_msgs/JointState), same run, with the stand-in/simulator ratio;
+  target at least 5x real time each. collect_100: wall time of 100 real/sim pairs with `collect`.
+* realtime_step: one Realeasy realtime step (paper 000 Algorithm 3) per implementation (torch
+  eager, TorchScript, NumPy, C++), median and p99 [us], vs the paper's 0.39 ms.
+* node_latency (residual_publisher, 1 kHz in), fci_bridge (against fci_standin over libfranka,
+  normal and SCHED_FIFO 40), diffnea_dynamics (vs Pinocchio and differentiable-robot-model),
+  compliant_actuators (core step, 5-DoF arm vs rigid joints), kernel_manager (look-up with 10 000
+  kernels, target <= 50 us median, vs a NumPy scan; Algorithm 1): bench/<part>.py.
+* trifinger_controllers: paper 004 levels 3 and 4, Table II layout, compute time per call, in
+  simulation (bench/trifinger_benchmark.py, ~1 h; --skip-trifinger leaves it out).
 The machine is shared and noisy: the robot figures are the best of --repeats runs; the latency
 figures are compared with peers measured in the same run.
 """

@@ -1,34 +1,17 @@
 """Benchmark of trifinger_controllers in simulation (issues 6 and 19, "Benchmarks" and "Targets").
 
-Every part runs under the object tracker model (config/perception.yaml) and the physics
-randomisation (config/physics_randomisation.yaml) unless ``--camera``/``--physics`` say otherwise;
-errors are reported on the ground truth and as the tracker sees them.
-
-* level 3: the paper's pairings CPC-TG, CIC-CG, MP-PG, ``--trials`` trials each (default 20):
-  mean final position error [cm], drop rate, reward (paper 004 Table IV "simulation" rows);
-* level 4 with a 10 degree initial orientation error: the same pairings (orientation error);
-* level 4 with the paper's larger initial errors (``--large-errors``, 25 and 35 deg), the
-  alignment primitives chained before each policy (aligned.py), ``--trials`` each;
-* mix and match (paper Table II layout): the 3 controllers x the grasps of Table II (CG, PG, TG)
-  on level 4 with initial orientation errors ``--mix-errors`` (paper: 10, 25, 35 deg, 15
-  trials), ``--mix-trials`` per cell (default 15);
-* timing: wall time per episode, controller compute time per call (target: median <= 0.5 ms and
-  p99 <= 1 ms for CPC and CIC; the ``compute`` part, bench/trifinger_compute.py: median, p99 and
-  max over ``--compute-trials`` level-3 episodes per pairing run alone, each with a re-grasp, the
-  grasp planner's time apart, in the deterministic mode and in the robot's asynchronous mode at
-  real time; wall and CPU time, since the long runs' means include the machine's load), MP
-  planning time per grasp attempt.
-Goals and initial poses come from the seed only, identical for every controller. Results are
-simulation results (trifinger_simulation, PyBullet), never real-robot ones.
-
-    python bench/trifinger_benchmark.py --out bench/results/trifinger_controllers.json \
-        [--trials 20] [--mix-trials 15] [--mix-errors 10 25 35] [--seconds 30] [--mix-seconds 20]
-        [--seed 2019]
-        [--parts compute level3 level4 level4_large mix] [--controllers cpc cic mp]
-        [--merge] [--camera tracker|ideal] [--physics randomised|nominal]
-
-``--merge`` keeps the rows of ``--out`` that this run does not produce (other parts, other
-controllers) and replaces those it does; ``runs`` lists each run's parts, controllers and commit.
+Parts (``--parts``), under the object tracker model and the physics randomisation unless
+``--camera``/``--physics`` say otherwise, errors on the ground truth and as the tracker sees them:
+``level3`` (CPC-TG, CIC-CG, MP-PG, ``--trials`` each: position error, drop rate, reward; paper 004
+Table IV "simulation" rows), ``level4`` (10 deg initial orientation error), ``level4_large``
+(``--large-errors`` 25 and 35 deg, alignment chain first, aligned.py), ``mix`` (paper Table II
+layout: 3 controllers x CG/PG/TG at ``--mix-errors``, ``--mix-trials`` per cell) and ``compute``
+(time per call with a re-grasp, targets median <= 0.5 ms and p99 <= 1 ms for CPC and CIC:
+bench/trifinger_compute.py); also wall time per episode and MP planning time per grasp attempt.
+Goals and initial poses come from the seed only, identical for every controller. Simulation
+results, never real-robot ones. ``--merge`` keeps the rows of ``--out`` this run does not
+produce; ``runs`` lists each run's parts, controllers and commit. Usage: ``--help`` and
+trifinger_controllers/README.md, "Tools".
 """
 from __future__ import annotations
 

@@ -1,53 +1,16 @@
 """Inertial parametrisations of DiffNEA (paper 002 §3), vectorised over the links.
 
-Each parametrisation is a ``torch.nn.Module`` holding unconstrained raw parameters θ (one row
-per link, ``nn.Parameter``) and mapping them, in ``forward()``, to the inertial parameters of
-L links: ``mass`` (L,), ``com`` (L, 3) in the link frame and ``inertia`` (L, 3, 3), the
-rotational inertia about the CoM in link-frame axes.
+Each parametrisation is a ``torch.nn.Module`` (:class:`InertialParametrisation`) holding
+unconstrained raw parameters θ, one row per link, and mapping them in ``forward()`` to ``mass``
+(L,), ``com`` (L, 3) (from the learnt first moment h = m c) and ``inertia`` (L, 3, 3) about the
+CoM: :class:`NoStr` (eq. 3, no guarantee), :class:`Symm` (eq. 4, m > 0, I = Iᵀ), :class:`SPD`
+(eq. 5-6, I ≻ 0), :class:`Tri` (eq. 7-12) and :class:`Cov` (eq. 13-16), the last two with the
+triangle inequality (eq. 8). ``make_parametrisation(kind, ...)`` builds one from
+:data:`PARAMETRISATIONS`; ``from_values`` / ``set_values`` invert the map, projecting
+inadmissible values (``projected_links``); the bias b is per link (:func:`default_bias`).
 
-====== ============ ================================================ =============================
-kind   paper        map                                              guarantees (for any θ)
-====== ============ ================================================ =============================
-nostr  eq. 3        m = θ_m, I = 9 free entries θ_I                  nothing
-symm   eq. 4        m = θ_√m² + b, I = sym(θ_I1..6)                  m > 0, I = Iᵀ
-spd    eq. 5-6      I = L Lᵀ + b 1                                    m > 0, I ≻ 0
-tri    eq. 7-12     I = R diag(J1, J2, J3) Rᵀ, R = exp([θ_RAA]×),    m > 0, I ≻ 0, triangle
-                    J1,2 = θ_√J² + b, α = π σ(θ_a), J3 from eq. 10   inequality (eq. 8)
-cov    eq. 13-16    Σ = L Lᵀ + b 1, I = tr(Σ) 1 − Σ                   m > 0, I ≻ 0, eq. 8
-====== ============ ================================================ =============================
-
-First moment: as in paper 002 (θ_h of eq. 3) the first moment h = m c is learnt directly
-(``theta_h``, kg m) and ``com = h / m``.  For ``nostr`` a mass driven to zero by training makes
-the CoM infinite: this baseline enforces nothing, by design.
-
-Bias b (paper: "a small positive constant").  It is a per-link buffer, separate for the mass
-(``mass_bias``, kg) and the rotational inertia (``inertia_bias``, kg m²).  ``from_values(...,
-bias=None)`` chooses it relative to the link's scale: b = min(1e-6, 1e-3 · s) with s the link's
-initial mass or mean principal moment tr(I)/3, so b never exceeds 1e-6 (the paper-like absolute
-value) and never exceeds 0.1 % of the initial value (small links, e.g. TriFinger fingers with
-inertias ~1e-5 kg m², keep almost their whole range).  A link whose scale is not positive uses
-the median scale of the other links (or 1 kg / 1 kg m² when none has one).  A float ``bias``
-sets b for mass and inertia of every link.  ``nostr`` stores b only for the projection below.
-
-Inversion.  ``from_values`` / ``set_values`` invert the map, so ``forward()`` reproduces the
-given values (to ~1e-12 in float64) whenever they are admissible for the kind:
-
-* mass: m > b (``nostr``: m > 0).  Otherwise (zero, negative) m is raised to 4 b; h = m c
-  keeps the given CoM.  4 b rather than b keeps θ_√m = √(3b) away from 0, where ∂m/∂θ = 0.
-* ``nostr``: any 3×3 inertia is kept as given.
-* ``symm``: a non-symmetric inertia is replaced by its symmetric part (the nearest symmetric
-  matrix in Frobenius norm).
-* ``spd``: eigenvalues of the symmetric part must be > b; each eigenvalue ≤ b is raised to 4 b
-  (eigenvectors kept).  The triangle inequality is not enforced (§3.3: SPD may violate it).
-* ``tri`` and ``cov``: principal moments J (eigenvalues of the symmetric part, ascending
-  J_a ≤ J_b ≤ J_c) must satisfy J_a > b and J_a + J_b − J_c > 0 (``tri``) or > 2b (``cov``,
-  i.e. Σ − b 1 ≻ 0, eq. 13).  Otherwise J is projected: every J is raised to at least 4 b,
-  then, if the triangle slack J_a + J_b − J_c is below 4 b, J is moved onto the plane
-  J_a + J_b − J_c = 4 b along its normal (the Euclidean projection onto that half space); the
-  result has every J ≥ 4 b and every triangle slack ≥ 4 b.  Eigenvectors are kept.
-
-Links changed by a projection are listed in ``projected_links``.  Non-finite or mis-shaped
-inputs raise ``DiffneaError``; the result of an inversion is never NaN.
+The maps, the bias rule and the inversion's projections: README.md, "How it works: inertial
+parametrisations (`parametrisation`)".
 """
 from __future__ import annotations
 

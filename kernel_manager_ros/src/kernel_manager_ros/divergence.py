@@ -1,33 +1,13 @@
 """Roll-out divergence (paper 001 §3.1): the first step at which paired roll-outs
 Roll_sim(s_0) and Roll_phy(s_0) reach states that differ (eq. 8 distance above epsilon_c) with
-sufficiently different probabilities.
+sufficiently different probabilities (eq. 5 gap above epsilon_p).
 
-The test, step by step t = 0, 1, ... while both roll-outs last: both are at the common state
-s = r_sim[t] = r_phy[t] (true at t = 0, and kept true by continuing only while they agree). The
-successors are s_s = r_sim[t + 1] and s_p = r_phy[t + 1].
-  * c(s_s, s_p) <= epsilon_c: the same state (representatives are > epsilon_c apart, so this is
-    s_s == s_p); go on.
-  * otherwise compare how likely each successor is under the two transition functions (eq. 5):
-        gap = max(P_phy(s_p|s) - P_sim(s_p|s),  P_sim(s_s|s) - P_phy(s_s|s)).
-    gap > epsilon_p: a roll-out divergence: deployment went where the simulation (almost)
-    never goes, or the simulation went where deployment (almost) never goes. The common point is
-    delta = (s, a, p), followed by delta_s = (s_s, a_s, p_s) and delta_p = (s_p, a_p, p_p) with
-    p_s = B_sim(s_s|s, a_s), p_p = B_phy(s_p|s, a_p).
-    gap <= epsilon_p: both transition functions branch alike here and the roll-outs merely drew
-    different branches; that is no divergence, and the roll-outs no longer share a state, so the
-    pair yields none.
-  * "Sufficiently different" also asks for evidence when ``significance`` (alpha) is given (our
-    addition; the paper leaves the test open). Frequentist estimates from a state seen once or
-    twice differ by chance: a state visited once in each history with two different successors
-    has gap = 1. For the successor x that attains the gap (s_p or s_s), Fisher's exact test on
-    the counts
-        [[n_phy(s, x), n_phy(s) - n_phy(s, x)],
-         [n_sim(s, x), n_sim(s) - n_sim(s, x)]]
-    (n(s, x) = rows s -> x, n(s) = rows leaving s; transitions.py) must reject "x is as likely
-    in both" at level alpha (two-sided p-value < alpha); otherwise the pair yields none, as
-    for a small gap. A deployment that goes where the simulation never goes, in many of its
-    visits to s, passes; a branch seen once does not.
-A roll-out that ends first (no successors recorded) yields none either: there is no evidence.
+:func:`divergence` returns a :class:`Divergence` (delta, delta_s, delta_p) or ``None``; with
+``significance`` (our addition) the gap must also pass Fisher's exact test on the transition
+counts (:func:`significance_of`), so that a branch seen once or twice is no divergence.
+
+The test step by step and the counts: README.md, "How it works: roll-out divergence and
+Algorithm 1".
 """
 from __future__ import annotations
 

@@ -1,51 +1,16 @@
 """Algorithm 1 of paper 001 (GenKer): state-space kernels from a simulated and a deployment
 history.
 
-    S_0 = States(P_sim) ∩ States(P_phy)
-    repeat N_rollouts times:
-        s_0 ~ U(S_0);  r_s, r_p = Roll_sim(s_0), Roll_phy(s_0)            (eq. 7)
-        delta, delta_s, delta_p = divergence(r_s, r_p)                    (divergence.py)
-        if delta: kernel with e = N(s, sigma^2) at delta's state, d = normalized(p_s, p_p),
-                  f = linear fit on the short subsequence of r_p from delta (transfer.py)
+:func:`generate_kernels` (settings :class:`GenerationConfig`, report :class:`GenerationReport`):
+paired roll-outs (eq. 7) from S_0 = States(P_sim) ∩ States(P_phy), their divergences
+(divergence.py, §3.1) made kernels with e = N(s, sigma^2) at delta's state, d = normalized(p_s,
+p_p) and f a linear fit on the deployment's subsequence from delta (transfer.py); seeded, with a
+progress bar. Our choices: an optional significance test, duplicates merged and ordered by
+support, the fit on the divergent branch or (``fit_rows="states"``) on every deployment row out
+of its states, sensor or motor kind per sensor (:func:`held_sensors`, eq. 9, §6.2).
 
-Our choices, all in GenerationConfig:
-  * "sufficiently different probabilities" may also ask for statistical evidence
-    (``significance``: Fisher's exact test on the transition counts, divergence.py), so that
-    branches seen once or twice in sparse regions make no kernels;
-  * transitions over shared representatives (transitions.py), epsilon_c / epsilon_a from the
-    spec unless overridden;
-  * duplicates merged: divergences at the same representative state delta make one kernel
-    (two kernels with one centre would shadow each other: only the first active one is
-    applied). Its ``support`` counts them all; where the deployment roll-outs left delta for
-    different states delta_p (a branching T_phy), the kernel follows the most frequent branch:
-    its (p_s, p_p) is that branch's mean and its transfer is fitted on the union of that branch's
-    subsequences (mixing branches would fit their average, which neither of them is). Kernels
-    are ordered by support (then discovery), so the "first active kernel" of §3.2 is the
-    best-supported one;
-  * the subsequence is up to fit_length transitions of r_p from delta (the divergent transition
-    delta -> delta_p and its successors), ending before a state it already visited: a
-    self-loop (a sensor that held its value) adds no new region and its next transition is just
-    another branch out of the same state. The fit uses the raw deployment rows behind those
-    quantised transitions, so states are not rounded to representatives; a candidate with
-    fewer than min_fit_samples rows is dropped ("not sufficient information", §4).
-    ``fit_rows="states"`` fits instead on EVERY deployment row that leaves a state of the
-    subsequence: E[s'|s, a] of the deployment there rather than the branch's. The branch alone is
-    biased: where the deployment goes to delta_p in 60 % of its visits to delta and goes on as the
-    simulation does in the rest, a kernel fitted on the branch imposes delta_p every time, so the
-    kernel-modified simulation overshoots the deployment (the vehicle experiment measured it on
-    the ramp). Sensor kernels need the branch: a held sensor is the identity only on the rows
-    where it held;
-  * the kernel centre is the centroid of the points delta's representative covers;
-  * kind, per sensor as eq. 9 puts it: sensor sn_i HELD its value when, on every fit row, its
-    time stamp did not change (t_i = t'_i) and its values moved by at most identity_tolerance
-    (eq. 8 units over the sensor's coordinates; this also covers histories without stamps). Some
-    sensor held -> a "sensor" kernel that holds those sensors (§6.2), every sensor moved ->
-    "motor". Per sensor, not per state: a 1 Hz GPS that held while a 20 Hz pitch sensor
-    reported noise is a sensor divergence; judged on the whole state it would make a motor
-    kernel that teleports the simulation back to the held position at every step (the
-    simulation then never leaves the kernel's region). sensor_kernels=False drops sensor
-    kernels as §6.1 did.
-Seeded (numpy Generator), with a tqdm progress bar over the roll-outs.
+The algorithm and each choice with its reason: README.md, "How it works: roll-out divergence and
+Algorithm 1".
 """
 from __future__ import annotations
 

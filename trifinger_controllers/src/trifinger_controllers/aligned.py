@@ -1,42 +1,15 @@
-"""A policy preceded by the cube alignment primitives (paper 004 §IV-D: "These primitives
-consisted of heuristic grasps and movements to (1) slide the cube to the center of the
-workspace, (2) perform a 90 degree rotation to change the upward face of the cube, and (3) perform
-a yaw rotation. Following this sequence, the cube is grasped and moved to the goal pose.").
+"""A policy preceded by the cube alignment primitives (paper 004 §IV-D: slide to the centre,
+90 degree flip to change the upward face, yaw rotation; then grasp and move to the goal).
 
 :func:`plan` decides from the (filtered) cube pose and the goal which primitives of
-:mod:`alignment` are needed, predicting each one's ideal outcome, in this order:
+:mod:`alignment` are needed (flips for the goal's up face, slides where a flip would roll the
+cube far out, yaw turns above the policy's "far off" threshold :data:`YAW_THRESHOLDS_DEG`), with
+their predicted outcomes. :class:`AlignedController` runs each until done or its timeout (a
+:class:`Release` lets go after a slide or a yaw turn), re-plans, and hands over to the policy;
+every child is called on its own period within the chain's common ``rate_hz``.
 
-* flips when the goal's up face (the most upward face of the goal orientation) is not the cube's:
-  one when it is a side face (that face is pushed up), two when it is the bottom face (first a
-  side face: of the four, the one that needs the fewest steps in all, then leaves the least yaw).
-  A flip rolls the cube one width (6.5 cm) away from the pushed face; when a flip would start or
-  land more than ``slide_distance`` from the centre, a slide first moves the cube towards the
-  pushed face, so that it lands as far beyond the centre;
-* a slide to the centre when no flip is needed and the cube is more than ``slide_distance`` from
-  it (8 cm: a flip from the centre lands 6.5 cm out, and two flips prepared by a slide, which
-  stops within 1 cm of its target, start and end up to 7.5 cm out; with 7 cm the chain slid the
-  cube back and forth instead of flipping it in 4 of 20 trials);
-* yaw turns when the remaining yaw, from the cube's resting orientation to the goal's nearest
-  resting orientation (task.initial_pose's ``beta``), exceeds ``yaw_threshold_deg`` ("far off":
-  more than the policy turns in its grasp, :data:`YAW_THRESHOLDS_DEG`), in turns of at most
-  ``max_turn_deg`` (the fingers' reach).
-
-:class:`AlignedController` runs the first planned primitive until its ``done`` or its timeout
-(after a slide or a yaw turn, which end with the cube in the grasp, a :class:`Release` lets go of
-it), re-plans from the (filtered) pose then, and so on; when nothing is left, after
-``max_primitives`` primitives or after ``max_seconds`` (the policy needs the rest of a 30 s
-evaluation episode), it resets the policy from the current observation and hands over. What
-remains for the policy is the goal's tilt out of its resting orientation (at most 54.7 deg). With
-Table II's initial errors of up to 35 deg the cube already has the goal's up face and at most
-35 deg of yaw, within every policy's threshold: nothing runs (the chain matters for goals far off,
-e.g. the RRC's level 4 from any initial orientation).
-
-Rates: the evaluation and the ROS node call ``compute`` every ``1000 / rate_hz`` physics steps,
-fixed for the episode, while the primitives run at 100 Hz and the policies at 100 (CIC), 200 (CPC)
-or 500 Hz (MP). The chain's ``rate_hz`` is that of the greatest common period (MP: 500 Hz, CPC:
-200 Hz, CIC: 100 Hz); each child is called on its own period (by the robot's step counter) and
-its torque is held on the calls in between, so every child sees exactly the calls it would see
-alone.
+The planning rules, the thresholds and why, and the rates: README.md, "How the controllers
+work", "Alignment (`aligned.py`)".
 """
 from __future__ import annotations
 

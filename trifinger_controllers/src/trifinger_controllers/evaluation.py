@@ -1,48 +1,15 @@
 """In-process evaluation of a controller on the simulated platform (paper 004 §VI, Tables II-IV).
 
-:func:`run_episode` runs one episode: the controller is called at its ``rate_hz`` (every
-``1000 / rate_hz`` physics steps) and its torque is held in between, as on the robot.
-:func:`evaluate` runs ``trials`` episodes whose goals and initial poses are drawn from ``seed``
-only (trial ``i`` is the same for every controller and every ``trials``) and summarises them in
-the issue's JSON layout. Results are simulation results (``"label": "simulation"``).
+:func:`run_episode` runs one episode (the controller called at its ``rate_hz``, its torque held
+in between, as on the robot; the cube pose through :class:`pose_filter.ObservationFilter`);
+:func:`evaluate` runs ``trials`` seeded episodes, identical for every controller, and summarises
+them (``mean``/``std`` over the trials without a drop as in Table II, ``mean_all``/``std_all``,
+``drop_rate``, ``compute_us``). :class:`DropDetector` is Table II's "the cube is dropped".
+Episodes last :data:`DEFAULT_SECONDS` (30 s, not the RRC's 120 s); a controller exception is
+logged and stored in the record's ``error``. Results are simulation results.
 
-Metrics, all from the simulator's ground-truth cube pose:
-
-* ``reward``: the RRC reward of the level for the final pose (``-move_cube.evaluate_state``);
-* ``cumulative_reward``: the sum of that reward over every 1 ms step, the RRC's episode score
-  (the paper's R) — over our shorter episodes, so smaller in magnitude than a 2 min RRC run;
-* ``position_error_cm``, ``orientation_error_deg``: final errors (orientation for every level,
-  meaningful for level 4);
-* ``tracked_position_error_cm``, ``tracked_orientation_error_deg``: the same final errors as the
-  object tracker sees them (its last report; on the robot there is no ground truth and the RRC
-  scored the tracker's pose);
-* ``drop`` (Table II: "the cube is dropped"): the cube was lifted — its centre rose
-  :data:`LIFT_HEIGHT` above its resting height — and afterwards it touched the floor again
-  (lowest corner within :data:`FLOOR_TOLERANCE`) while fewer than two fingertips were within
-  :data:`HOLD_DISTANCE` of its surface, i.e. it fell out of the grasp rather than being set down
-  by fingers that still hold it (lowering it to a low level-3 goal is not a drop). A drop counts
-  even if the controller re-grasps the cube later. Level-1 pushing never lifts the cube and never
-  drops it.
-
-Summary: as in the paper (Table II: "the values are only calculated from those runs that do not
-drop the cube") ``mean``/``std`` are over the trials without a drop; ``mean_all``/``std_all``
-over all trials (``std`` with ddof=0); ``drop_rate`` is the fraction of trials with a drop;
-``compute_us`` is the controller's ``compute`` wall time per call [us] (mean, 99th percentile)
-over all trials (per trial: ``compute_us_mean``/``compute_us_p99``; ``reset_seconds`` is the
-controller's ``reset``, e.g. MP's planning).
-
-What the controller sees: the platform's tracker reports (:mod:`perception`) through the shared
-cube pose filter (:class:`pose_filter.ObservationFilter`), as the ROS controller nodes do. The
-record keeps the tracker's and the filter's counts and the trial's physics sample.
-
-Episode length: :data:`DEFAULT_SECONDS` = 30 s of simulated time instead of the RRC's 120 s. The
-structured policies grasp and reach the goal within 10-20 s and then hold, so the final-pose
-metrics are those of a 2 min episode, while an episode costs about 10 s of wall time instead of
-40 s on our 2 shared cores (benchmarks of 20 trials per controller stay practical).
-
-A controller exception ends the controller's part of the episode: zero torque is applied for
-:data:`SETTLE_SECONDS` more (a held cube falls and counts as a drop), the metrics are taken then,
-and the exception is logged and stored in the record's ``error`` (never silently swallowed).
+Metrics, the drop rule, the summary and the episode length: README.md, "How the controllers
+work", "Evaluation (`evaluation.py`)".
 """
 from __future__ import annotations
 

@@ -1,47 +1,17 @@
-"""The cube pose estimate every controller acts on: the tracker's noisy 10 Hz stream (see
+"""The cube pose estimate every controller acts on: the object tracker's noisy 10 Hz stream (see
 :mod:`perception`) filtered, with missed detections, outliers and wrong-face flips rejected
-(paper 004 §IV-C zeroes CIC's damping "for more robustness to the measurement noise that is
-present in the vision-based estimate"; here the estimate itself is made robust, once, for all
-controllers).
+(paper 004 §IV-C zeroes CIC's damping against the vision noise; here the estimate itself is
+made robust, once, for all controllers).
 
-:class:`CubePoseFilter` takes one tracker report per image:
+:class:`CubePoseFilter` (settings :class:`PoseFilterConfig`): low-confidence reports skipped, a
+constant-velocity Kalman filter with maneuver detection and an outlier gate on the position, a
+rate-dependent gate and slerp on the orientation, re-lock after consistent rejections, and a
+snap of a cube near the floor to its resting pose (:func:`height_band` gives the height band a
+snapped estimate stands for). :class:`ObservationFilter` applies it to a controller's
+:class:`Observation` stream, in-process and in the ROS nodes.
 
-* a report with confidence below ``min_confidence`` (0: the tracker missed the cube and repeated
-  its previous pose) is ignored;
-* position: a constant-velocity Kalman filter per axis (measurement noise ``position_noise_m``,
-  time from the image stamps) with two levels of white acceleration noise: ``acceleration_noise``
-  while the cube rests or moves steadily, ``maneuver_acceleration`` for an image whose
-  normalised innovation exceeds ``maneuver_nis`` (the cube starts or stops moving: the estimate
-  follows within an image or two; a Kalman filter with maneuver detection). A report whose
-  innovation exceeds ``gate_sigma`` standard deviations even then is rejected as an outlier.
-  The default smooths lightly (at rest the estimate's error is about 0.87 of the tracker's):
-  with ten times less acceleration noise (error 0.55 of the tracker's at rest) the level-3 closed
-  loops ended no closer to the goal in our trials (CPC-TG, CIC-CG, 4 trials each, simulation):
-  the cube held in a grasp moves by about a millimetre per image, and the controllers' camera
-  feedback integrates the error anyway;
-* orientation: a report more than ``orientation_gate_deg`` + ``max_turn_rate_deg_s`` x (time
-  since the last accepted image) from the estimate is rejected (a wrong-face flip is a jump of at
-  least 90 deg, above the gate's cap ``max_orientation_gate_deg``; a cube the fingers turn moves a
-  few degrees per image); an accepted one moves the
-  estimate by ``orientation_gain`` of the way (slerp);
-* re-lock: after ``relock_images`` consecutive rejections that agree with each other (the cube
-  really moved: it fell, or was pushed), the filter restarts from the newest report;
-* the floor: an estimate within ``floor_snap_height`` of the floor and ``floor_snap_tilt_deg`` of
-  a face-down orientation is reported as that resting pose (the cube cannot sink into the table
-  or rest tilted on a face; without this a grasp planner sees the tracker's noise as a cube
-  sunk by 2 mm and tilted by 2 deg, and MP found no collision-free plan for it). A snapped
-  estimate only says the cube is within ``floor_snap_height`` of the floor: a controller that
-  integrates the height error of a cube it holds takes the height from :func:`height_band`
-  (taking the resting height, a cube held 2-6 mm up made CIC's integral wind up until the cube
-  slipped out of the grasp).
-
-The estimate keeps the stamp of the last accepted image, so a controller that looks for "a new
-image" by stamp (all of ours do) sees none when a report was rejected or missed. The filter is
-deterministic and costs a few microseconds per image.
-
-:class:`ObservationFilter` applies it to the :class:`Observation` stream of a controller (each
-image once), for the in-process evaluation (:func:`evaluation.run_episode`) and the ROS
-controller nodes alike.
+Each rule, its parameters and why: README.md, "How the controllers work", "Cube pose filter
+(`pose_filter.py`)".
 """
 from __future__ import annotations
 

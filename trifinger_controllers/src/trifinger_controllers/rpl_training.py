@@ -2,31 +2,15 @@
 soft actor-critic (stable-baselines3 SAC) in simulation; the policy it saves is read by
 rpl_policy.py, which the controller nodes import (without gymnasium or SB3).
 
-* :class:`ResidualFeaturesExtractor`: rpl_policy's embeddings as SB3's features extractor, so SB3's
-  SAC ``Actor`` is rpl_policy's :class:`~trifinger_controllers.rpl_policy.ResidualActor` (same
-  parameter names); the critics use their own copy of the extractor and SB3's Q-MLP
-  (features ++ action -> 256-256 -> 1).
-* :class:`ResidualEnv`: a gymnasium Env over :class:`SimulatedPlatform` and a base controller.
-  One RL step is one period of the base controller (MP 500 Hz = 2 physics steps, CPC 200 Hz = 5,
-  CIC 100 Hz = 10): the base controller and the policy are called at the same instants as
-  :func:`evaluation.run_episode` calls a controller, and ``a_0 + a_r`` is held for the period.
-* :func:`make_sac` / :func:`train`: SAC on CPU with one torch thread, periodic evaluation on a fixed
-  seed set (:func:`evaluation.evaluate`), the learning curve.
+* :class:`ResidualFeaturesExtractor`: rpl_policy's embeddings as SB3's features extractor (SB3's
+  SAC ``Actor`` is :class:`~trifinger_controllers.rpl_policy.ResidualActor`);
+* :class:`ResidualEnv`: a gymnasium Env over :class:`SimulatedPlatform` and a base controller,
+  one RL step per base-controller period, reward weighted by :class:`RewardWeights` (task,
+  action, tip force, grasp, drop: the paper's combination);
+* :func:`make_sac` / :func:`train`: SAC on CPU, periodic evaluation, the learning curve.
 
-Reward per RL step (:class:`RewardWeights`; paper: "a combination of the competition reward as well
-as terms for action regularization, maximizing tip force sensor readings, and maintaining a grasp
-of the object"), all from the simulator (the policy itself never sees them):
-
-    r = task * R_level(true cube pose)                      RRC reward of the level, in [-1, 0]
-        - action * mean(u^2)                                u = a_r / 0.05 in [-1, 1]^9
-        + tip_force * (mean(tip sensors) - 0.05)            trifinger_simulation's push sensors
-        + grasp * n_hold / 3                                fingertips within HOLD_DISTANCE of the cube
-        - drop * [the cube is dropped in this step]         evaluation.DropDetector, once
-
-The tip force sensors are trifinger_simulation's simulated push sensors (``tip_force`` of its
-robot observation: the contact normal force of each tip / 5 N + 0.05, clipped to [0, 1]).
-Episodes end only by the time limit (truncation) or a base-controller exception; a drop does not
-end them (the base controllers re-grasp), so no term rewards ending an episode early.
+The reward's terms, the tip force sensors and the episode ends: README.md, "How the controllers
+work", "Residual policy learning, training side (`rpl_training.py`)".
 """
 from __future__ import annotations
 

@@ -1,32 +1,16 @@
 """Grasp-constrained motion planning of the cube pose (paper 004 §IV-A, "Grasp and Motion
 Planning").
 
-A bidirectional RRT (RRT-Connect, LaValle [44] and Kuffner & LaValle) in the cube's task space,
-position x orientation, from the current cube pose to the goal pose, "under the constraint that
-the grasp is maintained at all points along the path": for every cube pose the fingertip targets
-are the grasp's fingertip positions (cube frame) moved by that pose, and the fingers' joint
-positions come from inverse kinematics (:meth:`FingerKinematics.inverse_kinematics`, seeded by the
-neighbouring node so that the fingers move continuously). A pose is valid if
+:class:`GraspPathPlanner`: a bidirectional RRT (RRT-Connect) in the cube's task space, position
+x orientation, from the current cube pose to the goal pose (or a goal region), "under the
+constraint that the grasp is maintained at all points along the path": the fingers' joint
+positions come from inverse kinematics of the grasp's fingertip targets moved by each pose, and
+poses and edges are checked for reach, floor, finger and link collisions and IK branch jumps.
+Seeded and bounded; returns a densely sampled :class:`Plan` or ``None``. Settings:
+:class:`PlannerConfig`.
 
-* IK reaches every fingertip target within ``ik_tolerance`` (joints within their limits);
-* no fingertip goes below ``min_tip_height`` (floor) and the fingers keep apart: the lower
-  links' axes (tip centre up the link) of different fingers at least ``min_finger_distance``
-  apart;
-* only the tips touch the cube: the lower links' axes above the tip stay ``link_cube_clearance``
-  (the link's half thickness) outside the cube (fingers leaning over the cube would push it
-  with the link instead of the tip); these two collision checks can be switched off
-  (``check_collisions``) for a relaxed plan;
-* the cube stays above the floor (lowest corner >= ``-floor_tolerance``) and within the arena.
-
-An edge is valid if its poses, sampled at ``resolution``, are valid and the joints move at most
-``max_joint_step`` between samples (no jump between IK branches). The planner is seeded, bounded
-in time and iterations, tries the direct path first, shortcut-smooths the found path and returns
-it densely sampled (cube poses, fingertip targets and joint positions per waypoint), or ``None``
-when the budget runs out or the start or goal pose admits no valid finger configuration. The
-goal may be a region (several poses in order of preference, e.g. several yaws at level 3);
-goals whose neighbourhood (``goal_margin``, ``goal_margin_angle``) is valid too are preferred,
-so that the corrections after the plan have room. Samples: positions uniform in the arena,
-orientations on the start-goal slerp turned by up to ``orientation_spread``.
+The validity rules, the sampling and the goal preference: README.md, "How the controllers
+work", "Motion planning (`rrt.py`)".
 """
 from __future__ import annotations
 

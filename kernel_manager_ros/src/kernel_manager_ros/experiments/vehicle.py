@@ -4,58 +4,14 @@
 1 Hz GPS): it plays the role of the real robot, it is not a real robot. Every figure, title and
 JSON label says so.
 
-Stages (``run_experiment``; seeds derived from one ``seed``, so a run is deterministic):
-  a. Design: N missions of the original program in the design simulation (20 Hz GPS, no ramp),
-     recorded to a rosbag (``vehicle.run.write_bag``): H_sim (eq. 4).
-  b. Deploy: N missions in the deployment (the same simulation with the ramp), recorded: H_phy.
-  c. Kernels (Algorithm 1, ``generate_kernels``) from the two bags, read back with
-     ``bag_history.read_history`` (the bag path is exercised). Refinement rounds (our extension,
-     in the paper's spirit of "iteratively narrowing the reality gap", §1): round r > 0 records
-     the kernel-modified simulation (kernels of rounds < r active) to a bag and generates more
-     kernels from that bag against H_phy, appended after the earlier ones ("first active kernel",
-     §3.2). Why: a motor kernel puts the simulation into states the design simulation never
-     visits (pitched, slow: on the ramp), so they are not in S_0 = States(P_sim) ∩ States(P_phy)
-     of round 0 and no kernel can cover them until the kernel-modified simulation has visited
-     them. The kernel file (YAML, ``kernel_file.save_kernels``) is written to the work folder.
-  d. Kernels: the original program in the design simulation with the KernelManager in the step
-     hook (``KernelHook``): motor kernels set the simulation through its configuration interface
-     (``VehicleModel.set_state``) and the program reads f_k(s, a); sensor kernels only replace
-     what the program reads from the sensors they hold, with the sensors' time stamps unchanged
-     (eq. 9, §6.2). gap_closure = (ATR_design - ATR_kernels) / (ATR_design - ATR_deploy), final
-     ATRs.
-     Generation settings for the ramp (``ExperimentConfig.generation``): a divergence must pass
-     Fisher's exact test at 0.05 (divergence.py) and transfers are fitted on every deployment
-     row out of the subsequence's states (``fit_rows="states"``, generation.py). Measured on
-     100 missions without them: flat-ground kernels from branches seen once or twice near the
-     store and on legs 1 and 3 (half of all kernel applications, legs 1 and 3 slowed by 0.5-1 s)
-     and branch-biased transfers that over-slow the ramp (the refinement rounds overshoot the
-     deployment: gap closure 109 % by ATR with missions of -367, 60 % by the median mission).
-     Algorithm 1 alone is reported next to it: the round-0 kernels (what ``rounds=1`` makes)
-     with the original program on the Kernels run's seed (gap_closure_alg1).
-  e. Redesign in the kernel-modified simulation, two ways: SARSA as in the paper
-     (``vehicle/sarsa.py``: a speed factor per pitch bin, reward perf(t), trained on
-     ``sarsa_episodes`` missions; the greedy rule is the redesigned program) and, as its check,
-     a PARAMETER SEARCH over the program's ``pitch_speed_gain`` (faster speed when the pitch is
-     not zero: what the paper's SARSA learned, §4) and ``max_speed``; the best ATR in the kernel
-     simulation wins (ties: the smaller change, i.e. the first in the grid order). Redeploy:
-     each redesigned program in the deployment.
-  e2. Prediction (``predict_programs``): the design, ``prediction_programs`` (speed only, pitch
-     rule alone) and both redesigns in the design simulation, in the kernel simulations of
-     Algorithm 1 alone and with the rounds, and in the deployment, on seeds no other stage
-     uses; error = ATR(simulation) - ATR(deployment): does the kernel simulation predict
-     programs its kernels were not generated from?
-  f. Sensor-kernel case (§6.2): design (20 Hz GPS) against the deployment with the ramp AND a
-     1 Hz GPS; kernels with sensor kernels kept; counts; the kernel-modified design track against
-     the deployment track: the mean distance of every true position of a run to the nearest
-     deployment position (a track-shape measure), for the design and the kernel-modified runs.
-  g. Plots (matplotlib Agg) in the style of Fig. 4/6/9/10.
+:func:`run_experiment` (settings :class:`ExperimentConfig`, seeds derived from one ``seed``):
+design and deployment missions recorded to bags (H_sim, H_phy, eq. 4); kernels by Algorithm 1
+with our refinement rounds and the ramp's state weights (eq. 8); the original program with the
+kernels (:class:`KernelHook`; eq. 9 for sensor kernels) and the gap closure; the redesign by
+SARSA and by a parameter grid, redeployed; :func:`predict_programs`; the sensor-kernel case
+(§6.2); :func:`plot_experiment` (Fig. 4/6/9/10 style).
 
-State weights (eq. 8). The spec's weights (config/vehicle_topics.yaml) are tuned for the GPS-rate
-case, where position matters. For the ramp the experiment weights the pitch 20 : GPS position
-1 : GPS velocity 0.5 (``ExperimentConfig.ramp_weights``): with epsilon_c = 0.05 two states are
-then "the same" (eq. 8) within about 1 m of position but not across 0.055 rad of pitch, so
-noise-level differences between the two position tracks do not make divergences and the ramp's
-pitch does. The sensor case keeps the spec's weights.
+The stages, the settings and why: README.md, "The delivery-vehicle experiment".
 """
 from __future__ import annotations
 
@@ -285,7 +241,7 @@ def _kernel_rounds(ctx: _Context, spec: StateSpec, generation: GenerationConfig,
                    sim_bag: str, phy: History, deploy_label: str, prefix: str
                    ) -> tuple[KernelSet, list[dict[str, Any]]]:
     """Algorithm 1, then ``rounds - 1`` refinement rounds from the kernel-modified simulation's
-    bags (module docstring, stage c)."""
+    bags (README.md, "The delivery-vehicle experiment", step 3)."""
     kernel_set: Optional[KernelSet] = None
     reports = []
     bag = sim_bag

@@ -1,42 +1,17 @@
 """Grasp selection away from the control call, shared by CPC, CIC and MP (paper 004 §IV: each
-chooses a grasp, MP also a path, whenever it grasps the cube; on the robot that choice, a few ms
-for CPC and CIC and up to seconds for MP, must not stall the 100-500 Hz torque loop).
+chooses a grasp, MP also a path, whenever it grasps the cube; on the robot that choice must not
+stall the 100-500 Hz torque loop).
 
-A controller's selection is a function ``select(observation, kinematics, **inputs) -> plan`` of
-a snapshot of its inputs: the observation when the plan is asked for (cube pose, goal, robot
-state) and what the controller hands over with it (a re-grasp flag, MP's random generator). It
-reads nothing the control call writes. :class:`GraspPlanner` runs it on one worker thread of its
-own with a FingerKinematics of its own (a Pinocchio workspace is not shared between threads):
+:class:`GraspPlanner` runs a controller's ``select(observation, kinematics, **inputs) -> plan``
+on a snapshot of its inputs, on one worker thread with a FingerKinematics of its own:
+:meth:`GraspPlanner.plan` (from ``reset``) waits for the plan, :meth:`GraspPlanner.poll` (from
+a re-grasp's control calls, while the fingers hold a safe command) takes it when it is due.
+Asynchronous mode (free-running nodes): when it has finished; deterministic mode (the default:
+evaluation, lock step): :data:`DEFAULT_LATENCY` simulated seconds after it was asked for.
+Each plan's times are in :attr:`GraspPlanner.records`.
 
-* ``reset`` (not a control call) asks for the plan and waits for it (:meth:`GraspPlanner.plan`);
-* a re-grasp calls :meth:`GraspPlanner.poll` at every control call while it waits for its plan:
-  the first call takes a copy of the observation (tens of us), the next ones only look whether
-  the plan is to be taken. Meanwhile the controller holds a safe command (CPC and CIC: the
-  fingertips at their retreat targets, off the cube and above it; MP: the opened hand). The
-  control call never runs the selection.
-
-Two modes:
-
-* asynchronous (``Controller.set_asynchronous_planning(True)``: the free-running ROS nodes, as
-  on the robot): the worker starts at once and the plan is taken at the first call after it has
-  finished. A thread, not a process: no pickling of the inputs and results, no process start-up
-  per controller; but the GIL is shared, so while a plan is in flight (5-50 ms for CPC and CIC,
-  ~0.3 s for MP, once per re-grasp) a control call may wait for it, up to the interpreter's
-  switch interval (5 ms). Measured on the shared 2-core machine with a thread planning without
-  pause next to CPC and CIC computing at real time: their CPU time per call was unchanged, and
-  0.6-1.3 % of their calls took over 1 ms of wall time (0-0.1 % without the thread).
-* deterministic (the default; in-process evaluation and lock-step ROS runs): the plan is taken
-  ``latency`` simulated seconds after it was asked for, a planning time assumed equal in every
-  run, so that an episode does not depend on how fast the machine planned. The worker runs it
-  then, while that call waits: the evaluation keeps its thread busy all the time (simulating
-  faster than real time), so a concurrent selection would contend for the GIL at every call it
-  overlaps, far more than with a loop that idles between its calls as on the robot. The wait is
-  planning, not control: each plan's wall time and the wait are in
-  :attr:`GraspPlanner.records`, and the benchmark takes the wait out of the compute time per
-  call (as MP's planning time per attempt is reported apart).
-
-The worker is a daemon thread, so an unfinished plan never delays the exit of a node; it ends
-when its planner is garbage-collected.
+The modes, the GIL measurements and why a thread: README.md, "How the controllers work", "Grasp
+selection off the control call (`controllers/grasp_planner.py`)".
 """
 from __future__ import annotations
 

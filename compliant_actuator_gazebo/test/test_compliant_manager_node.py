@@ -7,13 +7,13 @@ per-joint LinkState/MotorState messages. It needs the master of rostest, so pyte
 """
 import math
 import sys
-import threading
 import time
 import unittest
 
 import rospy
 import rostest
 from sim2real_checks.node_testing import check_fails_at_start, start_node
+from sim2real_checks.topic_testing import TopicRecorder, wait_for
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
@@ -32,42 +32,7 @@ EXPECTED = {0: ("torque_command", None), 1: ("link_command", None),
             6: ("equilibrium_position", "stiffness_preset")}
 
 
-class Inbox:
-    """Thread-safe record of (topic, message) from many subscriptions."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.items = []
-        self.subscribers = []
-
-    def listen(self, topic, msg_type):
-        def callback(msg):
-            with self.lock:
-                self.items.append((topic, msg))
-        sub = rospy.Subscriber(topic, msg_type, callback, queue_size=100)
-        self.subscribers.append(sub)
-        return sub
-
-    def take(self):
-        with self.lock:
-            items, self.items = self.items, []
-        return items
-
-    def count(self, topic=None):
-        with self.lock:
-            return sum(1 for t, _ in self.items if topic is None or t == topic)
-
-
 LEAD_IN = 0.5      # [s] of each rate measurement before counting
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def array(values):
@@ -80,13 +45,11 @@ class CompliantManagerNode(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         rospy.init_node("test_compliant_manager")
-        cls.inputs = Inbox()
-        cls.expected_subs = []
-        for mode, joint in enumerate(JOINTS):
-            for name in INPUTS:
-                sub = cls.inputs.listen(f"/{ROBOT}/{joint}/{name}", Float64)
-                if name in EXPECTED[mode]:
-                    cls.expected_subs.append(sub)
+        cls.inputs = TopicRecorder({f"/{ROBOT}/{joint}/{name}": Float64
+                                    for joint in JOINTS for name in INPUTS}, queue_size=100)
+        cls.expected_subs = [cls.inputs.subscribers[f"/{ROBOT}/{joint}/{name}"]
+                             for mode, joint in enumerate(JOINTS) for name in INPUTS
+                             if name in EXPECTED[mode]]
         cls.errors = []
         rospy.Subscriber("/rosout", Log, lambda m: m.level >= Log.ERROR and m.name.endswith(
             "compliant_manager") and cls.errors.append(m.msg), queue_size=100)
@@ -96,15 +59,13 @@ class CompliantManagerNode(unittest.TestCase):
             f"/{ROBOT}/{joint}/{stream}", LinkState if stream == "link_state" else MotorState,
             queue_size=10) for joint in JOINTS
             for stream in ("link_state", "motor_1_state", "motor_2_state")}
-        cls.outputs = Inbox()
-        for name in ("robot_state", "motor_1_state", "motor_2_state"):
-            cls.outputs.listen(f"/{ROBOT}/{name}", JointState)
-        cls.outputs.listen(f"/{ROBOT}/robot_stiffness", RobotStiffness)
+        cls.outputs = TopicRecorder({**{f"/{ROBOT}/{name}": JointState
+                                        for name in ("robot_state", "motor_1_state", "motor_2_state")},
+                                     f"/{ROBOT}/robot_stiffness": RobotStiffness}, queue_size=100)
         connected = wait_for(lambda: all(s.get_num_connections() > 0 for s in cls.expected_subs)
                              and all(p.get_num_connections() > 0 for p in cls.arrays.values())
                              and all(p.get_num_connections() > 0 for p in cls.states.values())
-                             and all(s.get_num_connections() > 0
-                                     for s in cls.outputs.subscribers), 30.0)
+                             and cls.outputs.connected(), 30.0)
         assert connected, "compliant_manager and the test did not connect"
         # A rospy subscriber counts a connection before the publisher has accepted it, so the
         # manager's first fan-out could still be lost (test_1 failed now and then): send arrays
@@ -115,8 +76,7 @@ class CompliantManagerNode(unittest.TestCase):
             for publisher in cls.arrays.values():
                 publisher.publish(array([0.0] * len(JOINTS)))
             time.sleep(0.2)
-            with cls.inputs.lock:
-                return expected <= {topic for topic, _ in cls.inputs.items}
+            return all(cls.inputs.count(topic) > 0 for topic in expected)
         assert wait_for(primed, 30.0), "the manager's inputs did not reach the test"
         time.sleep(0.5)
         cls.inputs.take()

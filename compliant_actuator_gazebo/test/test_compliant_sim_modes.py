@@ -17,13 +17,13 @@ Needs the master of rostest, so pytest does not collect it (`__test__ = False`).
 """
 import math
 import sys
-import threading
 import time
 import unittest
 
 import rospy
 import rostest
 from sim2real_checks.node_testing import check_fails_at_start, start_node
+from sim2real_checks.topic_testing import TopicRecorder, wait_for
 from rosgraph_msgs.msg import Log
 from std_msgs.msg import Float64
 
@@ -65,48 +65,30 @@ class Listener:
     node publishes (rostest starts no rosout node, so /rosout_agg stays empty)."""
 
     def __init__(self):
-        self.lock = threading.Lock()
-        self.states = {}
-        self.counts = {j: 0 for j in JOINTS}
-        self.logs = []
-        self.subs = [rospy.Subscriber(f"/{ROBOT}/{j}/link_state", LinkState, self.on_state,
-                                      callback_args=j, queue_size=10) for j in JOINTS]
-        self.subs.append(rospy.Subscriber("/rosout", Log, self.on_log, queue_size=100))
+        self.link_states = TopicRecorder({state_topic(j): LinkState for j in JOINTS}, queue_size=10,
+                                         keep=1)
+        self.log = TopicRecorder({"/rosout": Log}, queue_size=100)
 
-    def on_state(self, msg, joint):
-        with self.lock:
-            self.states[joint] = msg
-            self.counts[joint] += 1
-
-    def on_log(self, msg):
-        with self.lock:
-            self.logs.append(msg)
+    @property
+    def logs(self):
+        return self.log.messages("/rosout")
 
     def q(self, joint):
-        with self.lock:
-            return self.states[joint].position
+        return self.state(joint).position
 
     def state(self, joint):
-        with self.lock:
-            return self.states[joint]
+        return self.link_states.latest(state_topic(joint))
 
     def count(self, joint):
-        with self.lock:
-            return self.counts[joint]
+        return self.link_states.count(state_topic(joint))
 
     def log_with(self, level, *words):
-        with self.lock:
-            return [m.msg for m in self.logs
-                    if m.level == level and all(w in m.msg for w in words)]
+        return [m.msg for m in self.logs
+                if m.level == level and all(w in m.msg for w in words)]
 
 
-def wait_for(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+def state_topic(joint):
+    return f"/{ROBOT}/{joint}/link_state"
 
 
 class TestCompliantSimModes(unittest.TestCase):

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
@@ -14,6 +13,7 @@ import pybullet_data
 import rospy
 import rostest
 from sim2real_checks.node_testing import StartUp, check_fails_at_start
+from sim2real_checks.topic_testing import TopicRecorder, joint_state as state_msg, wait_for
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
@@ -55,14 +55,6 @@ def trajectory(n, t0):
     return t, q, qd, tau
 
 
-def state_msg(stamp, names, q, qd, tau):
-    msg = JointState()
-    msg.header.stamp = rospy.Time.from_sec(stamp)
-    msg.name = list(names)
-    msg.position, msg.velocity, msg.effort = list(q), list(qd), list(tau)
-    return msg
-
-
 def run_node(name, *params):
     return subprocess.Popen(["rosrun", "diffnea_ros", "identifier", f"__name:={name}", "__ns:=/diffnea",
                              *params],
@@ -70,23 +62,13 @@ def run_node(name, *params):
                             start_new_session=True)
 
 
-class Listener:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.params, self.efforts, self.diagnostics = [], [], []
-        self.subscribers = [
-            rospy.Subscriber("/diffnea/identified_params", IdentifiedParams, self._add(self.params),
-                             queue_size=100),
-            rospy.Subscriber("/diffnea/predicted_effort", JointState, self._add(self.efforts),
-                             queue_size=10000)]
-        rospy.Subscriber("/diagnostics", DiagnosticArray, self._add(self.diagnostics),
-                         queue_size=10)
+PARAMS, EFFORTS, DIAGNOSTICS = "/diffnea/identified_params", "/diffnea/predicted_effort", "/diagnostics"
 
-    def _add(self, target):
-        def callback(msg):
-            with self.lock:
-                target.append(msg)
-        return callback
+
+def record_outputs():
+    """The node's outputs and /diagnostics."""
+    return TopicRecorder({PARAMS: IdentifiedParams, EFFORTS: JointState, DIAGNOSTICS: DiagnosticArray},
+                         queue_sizes={PARAMS: 100, EFFORTS: 10000, DIAGNOSTICS: 10})
 
 
 class Identifier(unittest.TestCase):
@@ -98,16 +80,8 @@ class Identifier(unittest.TestCase):
         perturbed_urdf(cls.start_urdf)
         cls.names = load_robot(IIWA).joint_names
 
-    def wait_for(self, predicate, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.01)
-        return False
-
     def test_node(self):
-        listener = Listener()
+        listener = record_outputs()
         node = run_node("identifier", f"_urdf:={self.start_urdf}", "_publish_rate:=4.0")
         try:
             self._check_running_node(listener, node)
@@ -135,8 +109,8 @@ class Identifier(unittest.TestCase):
 
     def _check_running_node(self, listener, node):
         pub = rospy.Publisher("/real/joint_states", JointState, queue_size=1000, tcp_nodelay=True)
-        self.assertTrue(self.wait_for(lambda: pub.get_num_connections() > 0 and all(
-            s.get_num_connections() > 0 for s in listener.subscribers), 60),
+        self.assertTrue(wait_for(lambda: pub.get_num_connections() > 0
+                                 and listener.connected([PARAMS, EFFORTS]), 60),
             "identifier and the test did not connect")
         n = int(SECONDS * RATE)
         t, q, qd, tau = trajectory(n, 100.0)
@@ -164,11 +138,10 @@ class Identifier(unittest.TestCase):
             pub.publish(msg)
             next_time += period
             time.sleep(max(0.0, next_time - time.monotonic()))
-        self.assertTrue(self.wait_for(lambda: len(listener.efforts) == n, 20),
-                        f"expected {n} predicted efforts, got {len(listener.efforts)}")
+        self.assertTrue(wait_for(lambda: listener.count(EFFORTS) == n, 20),
+                        f"expected {n} predicted efforts, got {listener.count(EFFORTS)}")
         # predicted_effort: one per good message, in order, with its stamp and the joint names
-        with listener.lock:
-            efforts = list(listener.efforts)
+        efforts = listener.messages(EFFORTS)
         np.testing.assert_allclose([m.header.stamp.to_sec() for m in efforts], t, rtol=0, atol=1e-6)
         for msg in efforts:
             self.assertEqual(list(msg.name), names)
@@ -181,10 +154,9 @@ class Identifier(unittest.TestCase):
 
         # identified_params: the learnable links, consistent (cov), learning under way; the
         # first one published after the last sample has all the samples
-        count = len(listener.params)
-        self.assertTrue(self.wait_for(lambda: len(listener.params) > max(count, 2), 10))
-        with listener.lock:
-            params = list(listener.params)
+        count = listener.count(PARAMS)
+        self.assertTrue(wait_for(lambda: listener.count(PARAMS) > max(count, 2), 10))
+        params = listener.messages(PARAMS)
         last = params[-1]
         self.assertEqual(last.parametrisation, "cov")
         self.assertEqual(list(last.joint_names), names)
@@ -202,10 +174,9 @@ class Identifier(unittest.TestCase):
                         (list(first.nmse), list(last.nmse)))
         self.assertTrue(all(p.header.stamp.to_sec() > 0 for p in params))
         # the diagnostics count the dropped messages; nothing was skipped or failed
-        self.assertTrue(self.wait_for(lambda: len(listener.diagnostics) > 0, 5))
+        self.assertTrue(wait_for(lambda: listener.count(DIAGNOSTICS) > 0, 5))
         time.sleep(1.1)
-        with listener.lock:
-            status, checks = listener.diagnostics[-1].status
+        status, checks = listener.latest(DIAGNOSTICS).status
         values = {kv.key: kv.value for kv in status.values}
         self.assertEqual(int(values["rejected"]), len(bad))
         self.assertEqual({kv.key: kv.value for kv in checks.values},
@@ -234,8 +205,8 @@ class Identifier(unittest.TestCase):
         self.assertFalse(answer.success)
         self.assertIn(".urdf", answer.message)
         self.assertIsNone(node.poll(), "the node stopped after a bad service request")
-        count = len(listener.params)
-        self.assertTrue(self.wait_for(lambda: len(listener.params) > count, 5),
+        count = listener.count(PARAMS)
+        self.assertTrue(wait_for(lambda: listener.count(PARAMS) > count, 5),
                         "no identified_params after the bad requests")
 
     def _check_bad_start(self):

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -26,6 +25,7 @@ from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.msg import ActiveKernel
 from kernel_manager_ros.state_spec import StateSpec
 from sim2real_checks.listening import descendants, listening_sockets
+from sim2real_checks.topic_testing import TopicRecorder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 PIPELINE = os.path.join(ROOT, "launch", "pipeline.launch")
@@ -49,27 +49,6 @@ TOPICS = {
     "/kernel_manager/active_kernel": (ActiveKernel, 50),         # kernel_manager, every step
     "/sim/joint_states_kernel": (JointState, 50),
 }
-
-
-class Listener:
-    def __init__(self, topics):
-        self.lock = threading.Lock()
-        self.messages = {topic: [] for topic in topics}
-        self.subscribers = [rospy.Subscriber(topic, cls, self._add, callback_args=topic,
-                                             queue_size=5000)
-                            for topic, (cls, _) in topics.items()]
-
-    def _add(self, msg, topic):
-        with self.lock:
-            self.messages[topic].append(msg)
-
-    def counts(self):
-        with self.lock:
-            return {topic: len(msgs) for topic, msgs in self.messages.items()}
-
-    def snapshot(self):
-        with self.lock:
-            return {topic: list(msgs) for topic, msgs in self.messages.items()}
 
 
 def run(cmd, what):
@@ -102,7 +81,7 @@ class Pipeline(unittest.TestCase):
         cls.prepared = time.monotonic() - started
         cls.log_path = os.path.join(cls.folder, "roslaunch.log")
         cls.log = open(cls.log_path, "w")
-        cls.listener = Listener(TOPICS)
+        cls.listener = TopicRecorder({topic: msg_type for topic, (msg_type, _) in TOPICS.items()}, queue_size=5000)
         cls.launch = subprocess.Popen(
             ["roslaunch", PIPELINE, "robot:=standin", f"sim_urdf:={IDENTIFIED_URDF}",
              f"identify_urdf:={IDENTIFIED_URDF}", f"realeasy_model:={cls.model}",

@@ -5,7 +5,6 @@ connection mid-trajectory is reported and /real/fci_bridge/recover resumes; /rea
 runs at 1 kHz and never carries a non-finite value."""
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
@@ -14,6 +13,7 @@ import numpy as np
 import rospy
 import rostest
 from sensor_msgs.msg import JointState
+from sim2real_checks.topic_testing import TopicRecorder, wait_for
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -22,6 +22,7 @@ from panda_sim2real.msg import RobotState
 
 LIMITS = JointLimits.from_yaml()
 HOST = "127.0.0.42"
+JOINT_STATES, ROBOT_STATE = "/real/joint_states", "/real/robot_state"
 
 
 def trajectory(names, points, stamp=0.0):
@@ -37,45 +38,38 @@ def trajectory(names, points, stamp=0.0):
 class FciFaults(unittest.TestCase):
     def setUp(self):
         rospy.init_node("test_fci_faults")
-        self.lock = threading.Lock()
-        self.states, self.robot_states = [], []
-        rospy.Subscriber("/real/joint_states", JointState, self._on_js, queue_size=2000)
-        rospy.Subscriber("/real/robot_state", RobotState, self._on_rs, queue_size=100)
+        self.rec = TopicRecorder({JOINT_STATES: JointState, ROBOT_STATE: RobotState},
+                                 queue_sizes={JOINT_STATES: 2000, ROBOT_STATE: 100})
         self.command = rospy.Publisher("/real/joint_trajectory_controller/command", JointTrajectory,
                                        queue_size=5)
 
-    def _on_js(self, msg):
-        with self.lock:
-            self.states.append((msg.header.stamp.to_sec(), np.array(msg.position),
-                                np.array(msg.velocity), np.array(msg.effort)))
-
-    def _on_rs(self, msg):
-        with self.lock:
-            self.robot_states.append(msg)
-
     def wait_for(self, predicate, timeout, what):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if predicate():
-                    return
-            time.sleep(0.02)
-        self.fail(f"timed out waiting for {what}")
+        def holds():
+            with self.rec.lock:
+                return predicate()
+        if not wait_for(holds, timeout):
+            self.fail(f"timed out waiting for {what}")
+
+    @property
+    def robot_states(self):
+        return self.rec.messages(ROBOT_STATE)
+
+    def count(self):
+        """Joint states received."""
+        return self.rec.count(JOINT_STATES)
 
     def position(self):
-        with self.lock:
-            return self.states[-1][1].copy()
+        return np.array(self.rec.latest(JOINT_STATES).position)
 
     def test_bad_input_and_a_lost_connection(self):
-        self.wait_for(lambda: len(self.states) > 500 and self.robot_states, 60, "the bridge")
+        self.wait_for(lambda: self.count() > 500 and self.robot_states, 60, "the bridge")
         while self.command.get_num_connections() == 0:
             time.sleep(0.05)
         names = list(LIMITS.joint_names)
         held = self.position()
 
         # 1 kHz, monotonic stamps
-        with self.lock:
-            stamps = np.array([s[0] for s in self.states[-500:]])
+        stamps = np.array([m.header.stamp.to_sec() for m in self.rec.messages(JOINT_STATES)[-500:]])
         self.assertAlmostEqual(float(np.median(np.diff(stamps))), 0.001, places=4)
 
         far = held.copy()
@@ -91,8 +85,7 @@ class FciFaults(unittest.TestCase):
             "expected 7 joints": trajectory(names[:6], [(0.0, held[:6]), (1.0, held[:6])]),
         }
         for reason, msg in bad.items():
-            with self.lock:
-                self.robot_states.clear()
+            self.rec.clear(ROBOT_STATE)
             self.command.publish(msg)
             self.wait_for(lambda: any(reason in r.last_rejection for r in self.robot_states), 10,
                           f"the rejection '{reason}'")
@@ -102,34 +95,32 @@ class FciFaults(unittest.TestCase):
         target = held.copy()
         target[0] += 0.3
         self.command.publish(trajectory(names, [(0.0, held), (1.5, target)]))
-        self.wait_for(lambda: np.abs(self.states[-1][1][0] - target[0]) < 0.01, 15, "the move")
+        self.wait_for(lambda: np.abs(self.position()[0] - target[0]) < 0.01, 15, "the move")
         self.command.publish(trajectory(names, [(0.0, target), (4.0, held)]))
         self.wait_for(lambda: self.robot_states and self.robot_states[-1].executing, 5, "execution")
         subprocess.run(["pkill", "-USR1", "-f", f"fci_standin.*--host {HOST}"], check=True)
         self.wait_for(lambda: self.robot_states and self.robot_states[-1].last_error, 15,
                       "the lost connection on /real/robot_state")
-        with self.lock:
+        with self.rec.lock:
             self.assertIn("Exception", self.robot_states[-1].last_error)
-            count = len(self.states)
+            count = self.count()
         time.sleep(0.5)
-        with self.lock:
-            self.assertLessEqual(len(self.states) - count, 5)       # nothing stale published
+        self.assertLessEqual(self.count() - count, 5)       # nothing stale published
 
         rospy.wait_for_service("/real/fci_bridge/recover", timeout=10)
         answer = rospy.ServiceProxy("/real/fci_bridge/recover", Trigger)()
         self.assertTrue(answer.success, answer.message)
-        with self.lock:
-            count = len(self.states)
+        count = self.count()
         # the robot's clock restarted with the connection: publishing resumes at once
-        self.wait_for(lambda: len(self.states) > count + 300, 2, "joint states after recovery")
+        self.wait_for(lambda: self.count() > count + 300, 2, "joint states after recovery")
         self.wait_for(lambda: self.robot_states[-1].last_error == "", 5, "the cleared error")
         resumed = self.position()
         self.command.publish(trajectory(names, [(0.0, resumed), (1.5, held)]))
-        self.wait_for(lambda: np.max(np.abs(self.states[-1][1] - held)) < 0.01, 15,
+        self.wait_for(lambda: np.max(np.abs(self.position() - held)) < 0.01, 15,
                       "a move after recovery")
 
-        with self.lock:
-            everything = np.concatenate([np.concatenate(s[1:]) for s in self.states])
+        everything = np.concatenate([np.concatenate([m.position, m.velocity, m.effort])
+                                     for m in self.rec.messages(JOINT_STATES)])
         self.assertTrue(np.all(np.isfinite(everything)))
 
 

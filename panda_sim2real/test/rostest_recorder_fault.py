@@ -19,9 +19,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
+from typing import Optional
 
 import genpy
 import rosgraph
@@ -29,6 +29,7 @@ import rospy
 import rostest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import JointState
+from sim2real_checks.topic_testing import TopicRecorder, wait_for
 
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.msg import PairEvent
@@ -47,39 +48,34 @@ class Listener:
     """Pair events (with the ROS time each arrived) and the pair runner's /diagnostics."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.events: list[tuple[int, int, float, float]] = []
-        self.status = None
-        rospy.Subscriber("/pairs/event", PairEvent, self._on_event, queue_size=50)
-        rospy.Subscriber("/diagnostics", DiagnosticArray, self._on_diagnostics, queue_size=50)
+        self.recorder = TopicRecorder({"/pairs/event": PairEvent, "/diagnostics": DiagnosticArray},
+                                      queue_size=50, clock=rospy.get_time)
 
-    def _on_event(self, msg: PairEvent) -> None:
-        with self.lock:
-            self.events.append((msg.trajectory_id, msg.event, msg.header.stamp.to_sec(),
-                                rospy.get_time()))
+    @property
+    def events(self) -> list[tuple[int, int, float, float]]:
+        return [(msg.trajectory_id, msg.event, msg.header.stamp.to_sec(), received)
+                for received, msg in self.recorder.received("/pairs/event")]
 
-    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        with self.lock:
+    @property
+    def status(self) -> Optional[tuple[float, DiagnosticStatus]]:
+        """(stamp, status) of the newest /pair_runner status on /diagnostics."""
+        found = None
+        for msg in self.recorder.messages("/diagnostics"):
             for status in msg.status:
                 if status.name == "/pair_runner":
-                    self.status = (msg.header.stamp.to_sec(), status)
+                    found = (msg.header.stamp.to_sec(), status)
+        return found
 
     def reset(self) -> None:
-        with self.lock:
-            self.events, self.status = [], None
+        self.recorder.clear()
 
     def of(self, kind: int) -> list[tuple[int, int, float, float]]:
-        with self.lock:
-            return [e for e in self.events if e[1] == kind]
+        return [e for e in self.events if e[1] == kind]
 
     def wait_for(self, kind: int, timeout: float) -> tuple[int, int, float, float]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.of(kind)
-            if found:
-                return found[0]
-            time.sleep(0.01)
-        raise AssertionError(f"no pair event {kind} within {timeout} s")
+        if not wait_for(lambda: self.of(kind), timeout, period=0.01):
+            raise AssertionError(f"no pair event {kind} within {timeout} s")
+        return self.of(kind)[0]
 
 
 def start_pairs(bag: str, trajectories: int, seed: int) -> subprocess.Popen:

@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
 """rostest: /sim and /real robots publish, track a trajectory, reject bad input."""
 import sys
-import threading
-import time
 import unittest
 
 import numpy as np
 import rospy
 import rostest
 from sim2real_checks.node_testing import check_fails_at_start, start_node
+from sim2real_checks.topic_testing import TopicRecorder, wait_for
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -18,33 +17,18 @@ LIMITS = JointLimits.from_yaml()
 NAMES = list(LIMITS.joint_names)
 
 
-class Recorder:
-    def __init__(self, topic):
-        self.msgs = []
-        self.lock = threading.Lock()
-        self.sub = rospy.Subscriber(topic, JointState, self.cb, queue_size=1000)
+class Recorder(TopicRecorder):
+    """One robot's joint states."""
 
-    def cb(self, msg):
-        with self.lock:
-            self.msgs.append(msg)
+    def __init__(self, topic):
+        super().__init__({topic: JointState}, queue_size=1000)
+        self.topic = topic
 
     def since(self, stamp):
-        with self.lock:
-            return [m for m in self.msgs if m.header.stamp.to_sec() >= stamp]
+        return [m for m in self.messages(self.topic) if m.header.stamp.to_sec() >= stamp]
 
-    def latest(self):
-        with self.lock:
-            return self.msgs[-1] if self.msgs else None
-
-
-def wait_for(predicate, timeout=60.0):
-    """Poll ``predicate`` until it holds or ``timeout`` wall seconds pass."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    def latest(self, topic=None):
+        return super().latest(topic or self.topic)
 
 
 def trajectory(names, points, start):

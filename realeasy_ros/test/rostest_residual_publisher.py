@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
@@ -13,6 +12,7 @@ import numpy as np
 import rospy
 import rostest
 from sim2real_checks.node_testing import StartUp, check_fails_at_start
+from sim2real_checks.topic_testing import TopicRecorder, joint_state, wait_for
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
@@ -27,6 +27,7 @@ from realeasy_ros.residual_stream import ResidualStream
 WARMUP = 5
 RATE = 200.0
 SHUTDOWN_SECONDS = 5.0
+REALISTIC, RESIDUAL, DIAGNOSTICS = "/sim/joint_states_realistic", "/realeasy/residual", "/diagnostics"
 
 
 def make_model(path, spec=ModelSpec(hidden_size=8), names=None, seed=0):
@@ -42,35 +43,17 @@ def make_model(path, spec=ModelSpec(hidden_size=8), names=None, seed=0):
     return model
 
 
-class Listener:
+class Listener(TopicRecorder):
+    """The node's outputs and /diagnostics, each with its (monotonic) arrival time."""
+
     def __init__(self):
-        self.lock = threading.Lock()
-        self.realistic, self.residual, self.diagnostics = [], [], []
-        self.subscribers = [
-            rospy.Subscriber("/sim/joint_states_realistic", JointState, self._add(self.realistic),
-                             queue_size=5000),
-            rospy.Subscriber("/realeasy/residual", JointState, self._add(self.residual),
-                             queue_size=5000)]
-        rospy.Subscriber("/diagnostics", DiagnosticArray, self._add(self.diagnostics),
-                         queue_size=10)
+        super().__init__({REALISTIC: JointState, RESIDUAL: JointState, DIAGNOSTICS: DiagnosticArray},
+                         queue_size=5000, queue_sizes={DIAGNOSTICS: 10})
 
-    def _add(self, target):
-        def callback(msg):
-            with self.lock:
-                target.append((time.monotonic(), msg))
-        return callback
-
-    def count(self):
+    def corrected(self):
+        """Messages on (joint_states_realistic, residual)."""
         with self.lock:
-            return len(self.realistic), len(self.residual)
-
-
-def state_msg(stamp, q, qd, tau, names):
-    msg = JointState()
-    msg.header.stamp = rospy.Time.from_sec(stamp)
-    msg.name = list(names)
-    msg.position, msg.velocity, msg.effort = list(q), list(qd), list(tau)
-    return msg
+            return self.count(REALISTIC), self.count(RESIDUAL)
 
 
 def run_node(name, model_path, extra=()):
@@ -90,14 +73,6 @@ class ResidualPublisher(unittest.TestCase):
         cls.names = cls.limits.joint_names
         cls.model_path = os.path.join(cls.folder, "realtime.pt")
         cls.model = make_model(cls.model_path)
-
-    def wait_for(self, predicate, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.01)
-        return False
 
     def samples(self, n, t0, rng):
         t = t0 + np.arange(n) / RATE
@@ -124,10 +99,10 @@ class ResidualPublisher(unittest.TestCase):
 
     def _check_running_node(self, listener):
         pub = rospy.Publisher("/sim/joint_states", JointState, queue_size=1000, tcp_nodelay=True)
-        self.assertTrue(self.wait_for(lambda: pub.get_num_connections() > 0 and all(
-            s.get_num_connections() > 0 for s in listener.subscribers), 60),
+        self.assertTrue(wait_for(lambda: pub.get_num_connections() > 0
+                                 and listener.connected([REALISTIC, RESIDUAL]), 60),
             "residual_publisher and the test did not connect")
-        self.assertTrue(self.wait_for(lambda: len(listener.diagnostics) > 0, 30))
+        self.assertTrue(wait_for(lambda: listener.latest(DIAGNOSTICS) is not None, 30))
         rng = np.random.default_rng(0)
         n = 400
         t, q, qd, tau = self.samples(n, 100.0, rng)
@@ -141,35 +116,35 @@ class ResidualPublisher(unittest.TestCase):
             if k in bad:
                 kind = bad[k]
                 if kind == "missing":
-                    msg = state_msg(t[k], q[k][:6], qd[k][:6], tau[k][:6], self.names[:6])
+                    msg = joint_state(t[k], self.names[:6], q[k][:6], qd[k][:6], tau[k][:6])
                 elif kind == "length":
-                    msg = state_msg(t[k], q[k], qd[k][:5], tau[k], self.names)
+                    msg = joint_state(t[k], self.names, q[k], qd[k][:5], tau[k])
                 elif kind == "fast":   # 3 times joint 4's velocity limit: beyond a measured state's
                     v = qd[k].copy()
                     v[3] = 3.0 * self.limits.velocity[3]
-                    msg = state_msg(t[k], q[k], v, tau[k], self.names)
+                    msg = joint_state(t[k], self.names, q[k], v, tau[k])
                 else:
                     v = q[k].copy()
                     v[2] = np.nan if kind == "nan" else np.inf
-                    msg = state_msg(t[k], v, qd[k], tau[k], self.names)
+                    msg = joint_state(t[k], self.names, v, qd[k], tau[k])
                 pub.publish(msg)
                 next_time += period
                 time.sleep(max(0.0, next_time - time.monotonic()))
             # every 3rd good message lists the joints in reverse order: mapped by name
             if k % 3 == 0:
-                msg = state_msg(t[k], q[k][::-1], qd[k][::-1], tau[k][::-1], reversed_names)
+                msg = joint_state(t[k], reversed_names, q[k][::-1], qd[k][::-1], tau[k][::-1])
             else:
-                msg = state_msg(t[k], q[k], qd[k], tau[k], self.names)
+                msg = joint_state(t[k], self.names, q[k], qd[k], tau[k])
             pub.publish(msg)
             sent.append(time.monotonic())
             next_time += period
             time.sleep(max(0.0, next_time - time.monotonic()))
-        self.assertTrue(self.wait_for(lambda: listener.count() == (n, n), 20),
-                        f"expected {n} corrected messages, got {listener.count()}")
+        self.assertTrue(wait_for(lambda: listener.corrected() == (n, n), 20),
+                        f"expected {n} corrected messages, got {listener.corrected()}")
         with listener.lock:
-            realistic = [m for _, m in listener.realistic]
-            residual = [m for _, m in listener.residual]
-            arrivals = np.array([a for a, _ in listener.realistic])
+            realistic = listener.messages(REALISTIC)
+            residual = listener.messages(RESIDUAL)
+            arrivals = np.array([a for a, _ in listener.received(REALISTIC)])
         # same stamps, same rate as the input (no message lost, none added)
         np.testing.assert_allclose([m.header.stamp.to_sec() for m in realistic], t, atol=1e-6)
         in_rate = (n - 1) / (sent[-1] - sent[0])
@@ -193,12 +168,11 @@ class ResidualPublisher(unittest.TestCase):
         # a time jump backwards restarts the warm-up
         t2, q2, qd2, tau2 = self.samples(WARMUP + 3, 10.0, rng)
         for k in range(len(t2)):
-            pub.publish(state_msg(t2[k], q2[k], qd2[k], tau2[k], self.names))
+            pub.publish(joint_state(t2[k], self.names, q2[k], qd2[k], tau2[k]))
             time.sleep(period)
         total = n + len(t2)
-        self.assertTrue(self.wait_for(lambda: listener.count() == (total, total), 20))
-        with listener.lock:
-            jumped = [m for _, m in listener.residual[n:]]
+        self.assertTrue(wait_for(lambda: listener.corrected() == (total, total), 20))
+        jumped = listener.messages(RESIDUAL)[n:]
         for k, msg in enumerate(jumped):
             values = np.concatenate([msg.position, msg.velocity, msg.effort])
             if k < WARMUP:
@@ -210,17 +184,15 @@ class ResidualPublisher(unittest.TestCase):
         rospy.wait_for_service("/realeasy/residual_publisher/reset", timeout=10)
         answer = rospy.ServiceProxy("/realeasy/residual_publisher/reset", Trigger)()
         self.assertTrue(answer.success)
-        pub.publish(state_msg(20.0, q2[0], qd2[0], tau2[0], self.names))
-        self.assertTrue(self.wait_for(lambda: listener.count()[1] == total + 1, 20))
-        with listener.lock:
-            after_reset = listener.residual[-1][1]
+        pub.publish(joint_state(20.0, self.names, q2[0], qd2[0], tau2[0]))
+        self.assertTrue(wait_for(lambda: listener.corrected()[1] == total + 1, 20))
+        after_reset = listener.latest(RESIDUAL)
         np.testing.assert_array_equal(after_reset.effort, 0.0)
 
         # the statistics count the rejected messages and the resets; the guard's status counts
         # them per topic and reason
         time.sleep(1.5)
-        with listener.lock:
-            status, checks = listener.diagnostics[-1][1].status
+        status, checks = listener.latest(DIAGNOSTICS).status
         values = {kv.key: kv.value for kv in status.values}
         self.assertEqual(int(values["rejected"]), len(bad))
         self.assertEqual({kv.key: kv.value for kv in checks.values},

@@ -27,13 +27,13 @@ import rostest
 from diagnostic_msgs.msg import DiagnosticArray
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
+from sim2real_checks.topic_testing import wait_for
 from trifinger_simulation.sim_finger import SimFinger
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.sim_node import DEFAULT_POSITION_KD, DEFAULT_POSITION_KP
 from trifinger_controllers.types import TORQUE_LIMIT
-from ros_wait import wait_for  # the helper beside this script
 
 NS = "/trifinger"
 SIM = f"{NS}/trifinger_sim"

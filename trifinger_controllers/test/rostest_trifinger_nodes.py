@@ -23,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
@@ -31,6 +30,7 @@ import numpy as np
 import rospy
 import rostest
 from sim2real_checks.node_testing import StartUp, check_fails_at_start
+from sim2real_checks.topic_testing import TopicRecorder, wait_for
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock
@@ -41,7 +41,6 @@ from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc
 from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose, RobotState
-from ros_wait import wait_for  # the helper beside this script
 
 NS = "/trifinger"
 PROBE = "/probe"           # namespace of a controller fed by the test itself
@@ -93,49 +92,53 @@ class Node:
         return self.proc.returncode
 
 
-class Recorder:
+STATES, COMMANDS, POSES = f"{NS}/joint_states", f"{NS}/torque_command", f"{NS}/object_pose"
+RESULTS, DIAGNOSTICS, CLOCK = f"{NS}/episode_result", "/diagnostics", "/clock"
+
+
+class Recorder(TopicRecorder):
     """Joint states and torque commands by step, object poses, episode results, diagnostics,
     /clock."""
 
     def __init__(self):
-        self.lock = threading.Lock()
-        self.clear()
-        self.subscribers = [
-            rospy.Subscriber(f"{NS}/joint_states", JointState, self._state, queue_size=5000),
-            rospy.Subscriber(f"{NS}/torque_command", JointState, self._command, queue_size=5000),
-            rospy.Subscriber(f"{NS}/object_pose", ObjectPose, self._pose, queue_size=100),
-            rospy.Subscriber(f"{NS}/episode_result", String, self._result, queue_size=5),
-            rospy.Subscriber("/diagnostics", DiagnosticArray, self._diagnostics, queue_size=50),
-            rospy.Subscriber("/clock", Clock, self._clock, queue_size=5000)]
+        self.states = {}        # the first joint state of each step
+        super().__init__({STATES: JointState, COMMANDS: JointState, POSES: ObjectPose, RESULTS: String,
+                          DIAGNOSTICS: DiagnosticArray, CLOCK: Clock},
+                         queue_sizes={STATES: 5000, COMMANDS: 5000, POSES: 100, RESULTS: 5,
+                                      DIAGNOSTICS: 50, CLOCK: 5000})
 
-    def clear(self):
+    def record(self, msg, topic):
         with self.lock:
-            self.states, self.commands, self.results, self.diagnostics = {}, [], [], []
-            self.clock, self.poses = [], []
+            super().record(msg, topic)
+            if topic == STATES:
+                self.states.setdefault(rc.step_of(msg.header.stamp), msg)
 
-    def _state(self, msg):
+    def clear(self, *topics):
         with self.lock:
-            self.states.setdefault(rc.step_of(msg.header.stamp), msg)
+            super().clear(*topics)
+            if not topics or STATES in topics:
+                self.states = {}
 
-    def _command(self, msg):
-        with self.lock:
-            self.commands.append(msg)
+    @property
+    def commands(self):
+        return self.messages(COMMANDS)
 
-    def _pose(self, msg):
-        with self.lock:
-            self.poses.append(msg)
+    @property
+    def poses(self):
+        return self.messages(POSES)
 
-    def _result(self, msg):
-        with self.lock:
-            self.results.append(json.loads(msg.data))
+    @property
+    def results(self):
+        return [json.loads(msg.data) for msg in self.messages(RESULTS)]
 
-    def _diagnostics(self, msg):
-        with self.lock:
-            self.diagnostics.extend((time.monotonic(), status) for status in msg.status)
+    @property
+    def diagnostics(self):
+        """(arrival, DiagnosticStatus) of every status received."""
+        return [(t, status) for t, msg in self.received(DIAGNOSTICS) for status in msg.status]
 
-    def _clock(self, msg):
-        with self.lock:
-            self.clock.append(msg.clock.to_nsec())
+    @property
+    def clock(self):
+        return [msg.clock.to_nsec() for msg in self.messages(CLOCK)]
 
     def latest_step(self):
         with self.lock:

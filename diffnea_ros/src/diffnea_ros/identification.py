@@ -1,4 +1,5 @@
-"""Identification by gradient descent on the inverse-dynamics loss L_ID (paper 002 eq. 2).
+"""Identification by gradient descent on the inverse-dynamics loss L_ID (paper 002 eq. 2): the
+one training loop (:func:`fit`, for DiffNEA and the Table 1 baselines alike) and :func:`identify`.
 
 Batch mode shuffles the training samples each epoch (paper §4.1.1, Table 1); online mode feeds
 sequential batches of 256 without shuffling and records the NMSE on the whole data set after
@@ -104,9 +105,109 @@ class IdentificationResult:
     diverged: bool = False    # the loss became NaN/Inf; the parameters are the last with a finite loss
 
 
-def _batches(n: int, batch: int, shuffle: bool, generator: torch.Generator) -> list[torch.Tensor]:
-    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
-    return list(order.split(batch))
+# predict(index) -> tau (len(index), dof) of the training samples at ``index``
+Predictor = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    epochs: int = 100
+    batch_size: int = 256
+    learning_rate: float = 1e-2
+    stop_nmse: Optional[float] = 0.1    # paper 002 §4.1.1
+    online: bool = False
+    seed: int = 0
+    chunk: int = 2048                   # samples per evaluation chunk
+    max_minutes: Optional[float] = None
+
+
+@dataclass
+class FitResult:
+    nmse_before: np.ndarray
+    nmse_after: np.ndarray
+    epochs: int
+    epochs_to_threshold: Optional[int]
+    seconds: float
+    diverged: bool = False
+    history: list[dict[str, Any]] = field(default_factory=list)
+    online_curve: list[dict[str, Any]] = field(default_factory=list)
+
+
+def module_predictor(module: torch.nn.Module, samples: Samples) -> Predictor:
+    """predict(index) = module(q, qd, qdd) of the samples at ``index``."""
+    return lambda index: module(samples.q[index], samples.qd[index], samples.qdd[index])
+
+
+def diffnea_predictor(dynamics: LearnableDynamics, samples: Samples) -> Predictor:
+    """The same torques as ``dynamics(q, qd, qdd)`` through its cached regressor (exact)."""
+    cache = dynamics.regressor_cache(samples.q, samples.qd, samples.qdd)
+    return lambda index: dynamics.predict_from_regressor(cache.y[index], cache.fixed[index],
+                                                         samples.qd[index])
+
+
+def predictor_nmse(predict: Predictor, samples: Samples, chunk: int = 2048) -> np.ndarray:
+    """Per-joint NMSE of ``predict`` on all ``samples``."""
+    index = torch.arange(len(samples))
+    parts = [predict(i).detach() for i in index.split(chunk)]
+    return nmse(torch.cat(parts), samples.tau)
+
+
+def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Samples,
+        config: FitConfig = FitConfig(), progress: Optional[Progress] = None) -> FitResult:
+    """Adam on L_ID = mean over a batch of ||tau - f(q, qd, qdd)||² (eq. 2) for ``parameters``:
+    shuffled batches (online: sequential batches of 256, the NMSE on all samples after each),
+    the training NMSE of every joint after each epoch, stop at <= ``stop_nmse`` (0 epochs when
+    the start already meets it) or after ``max_minutes``. A non-finite loss restores the last
+    parameters with a finite one and stops (``diverged``)."""
+    if len(samples) == 0:
+        raise DataError("no training samples")
+    learnable = [p for p in parameters if p.requires_grad]
+    optimiser = torch.optim.Adam(learnable, lr=config.learning_rate)
+    generator = torch.Generator().manual_seed(config.seed)
+    before = predictor_nmse(predict, samples, config.chunk)
+    start = time.monotonic()
+    reached: Optional[int] = None
+    if config.stop_nmse is not None and np.all(before <= config.stop_nmse):
+        reached = 0
+    history: list[dict[str, Any]] = []
+    curve: list[dict[str, Any]] = []
+    batch = ONLINE_BATCH if config.online else config.batch_size
+    epoch, diverged = 0, False
+    last_good = [p.detach().clone() for p in learnable]
+    epochs = range(1, config.epochs + 1) if reached is None else range(0)
+    for epoch in (progress(epochs) if progress is not None else epochs):
+        order = (torch.arange(len(samples)) if config.online
+                 else torch.randperm(len(samples), generator=generator))
+        for index in order.split(batch):
+            optimiser.zero_grad(set_to_none=True)
+            loss = ((predict(index) - samples.tau[index]) ** 2).sum(dim=1).mean()
+            if not torch.isfinite(loss):
+                diverged = True   # back to the last parameters with a finite loss
+                with torch.no_grad():
+                    for p, value in zip(learnable, last_good):
+                        p.copy_(value)
+                break
+            last_good = [p.detach().clone() for p in learnable]
+            loss.backward()
+            optimiser.step()
+            if config.online:
+                seen = (curve[-1]["samples"] if curve else 0) + len(index)
+                curve.append({"samples": seen,
+                              "nmse": predictor_nmse(predict, samples, config.chunk).tolist()})
+        if diverged:
+            break
+        epoch_nmse = predictor_nmse(predict, samples, config.chunk)
+        history.append({"epoch": epoch, "train_nmse": epoch_nmse.tolist(),
+                        "seconds": time.monotonic() - start})
+        if config.stop_nmse is not None and np.all(epoch_nmse <= config.stop_nmse):
+            reached = epoch
+            break
+        if config.max_minutes is not None and time.monotonic() - start > 60.0 * config.max_minutes:
+            break
+    return FitResult(nmse_before=before, nmse_after=predictor_nmse(predict, samples, config.chunk),
+                     epochs=epoch, epochs_to_threshold=reached,
+                     seconds=time.monotonic() - start, diverged=diverged, history=history,
+                     online_curve=curve)
 
 
 def consistency_of(dynamics: LearnableDynamics) -> ConsistencyReport:
@@ -130,69 +231,23 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     if train.q.dtype != model.dtype:
         raise DataError(f"samples are {train.q.dtype} but the model is {model.dtype}; "
                         f"convert one of them")
-    generator = torch.Generator().manual_seed(config.seed)
     dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
                                  friction=config.friction, offset=config.offset)
-    learnable = [p for p in dynamics.parameters() if p.requires_grad]
-    optimiser = torch.optim.Adam(learnable, lr=config.learning_rate)
-    cache = (dynamics.regressor_cache(train.q, train.qd, train.qdd)
-             if config.use_regressor else None)
+    predict = (diffnea_predictor(dynamics, train) if config.use_regressor
+               else module_predictor(dynamics, train))
     held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
                   if config.use_regressor and heldout is not None else None)
-
-    def predict(part: Samples, index: torch.Tensor) -> torch.Tensor:
-        if cache is None:
-            return dynamics(part.q, part.qd, part.qdd)
-        return dynamics.predict_from_regressor(cache.y[index], cache.fixed[index], part.qd)
-
-    def train_nmse() -> np.ndarray:
-        return evaluate_nmse(dynamics, train, cache=cache)
-
-    before_train = train_nmse()
     before_heldout = evaluate_nmse(dynamics, heldout, cache=held_cache) if heldout is not None else None
-    batch = ONLINE_BATCH if config.online else config.batch_size
-    start = time.monotonic()
-    history: list[dict[str, Any]] = []
-    curve: list[dict[str, Any]] = []
-    reached: Optional[int] = None
-    if config.stop_nmse is not None and np.all(before_train <= config.stop_nmse):
-        reached = 0
-    epochs = range(1, config.epochs + 1) if reached is None else range(0)
-    epoch = 0
-    diverged = False
-    last_good = [p.detach().clone() for p in learnable]
-    for epoch in (progress(epochs) if progress is not None else epochs):
-        for index in _batches(len(train), batch, shuffle=not config.online, generator=generator):
-            part = train.subset(index)
-            optimiser.zero_grad(set_to_none=True)
-            loss = ((predict(part, index) - part.tau) ** 2).sum(dim=1).mean()
-            if not torch.isfinite(loss):
-                diverged = True   # e.g. NoStr's mass through zero (com = h / m)
-                with torch.no_grad():   # back to the last parameters with a finite loss
-                    for p, good in zip(learnable, last_good):
-                        p.copy_(good)
-                break
-            last_good = [p.detach().clone() for p in learnable]
-            loss.backward()
-            optimiser.step()
-            if config.online:
-                seen = (curve[-1]["samples"] if curve else 0) + len(index)
-                curve.append({"samples": seen, "nmse": train_nmse().tolist()})
-        if diverged:
-            break
-        epoch_nmse = train_nmse()
-        history.append({"epoch": epoch, "train_nmse": epoch_nmse.tolist(),
-                        "seconds": time.monotonic() - start})
-        if config.stop_nmse is not None and reached is None and np.all(epoch_nmse <= config.stop_nmse):
-            reached = epoch
-            break
-        if config.max_minutes is not None and time.monotonic() - start > 60.0 * config.max_minutes:
-            break
+    fitted = fit(list(dynamics.parameters()), predict, train,
+                 FitConfig(epochs=config.epochs, batch_size=config.batch_size,
+                           learning_rate=config.learning_rate, stop_nmse=config.stop_nmse,
+                           online=config.online, seed=config.seed, max_minutes=config.max_minutes),
+                 progress)
     return IdentificationResult(
-        dynamics=dynamics, config=config, nmse_train_before=before_train,
-        nmse_train_after=train_nmse(), nmse_heldout_before=before_heldout,
+        dynamics=dynamics, config=config, nmse_train_before=fitted.nmse_before,
+        nmse_train_after=fitted.nmse_after, nmse_heldout_before=before_heldout,
         nmse_heldout_after=(evaluate_nmse(dynamics, heldout, cache=held_cache)
                             if heldout is not None else None),
-        epochs=epoch, epochs_to_threshold=reached, seconds=time.monotonic() - start,
-        consistency=consistency_of(dynamics), history=history, online_curve=curve,
-        diverged=diverged)
+        epochs=fitted.epochs, epochs_to_threshold=fitted.epochs_to_threshold,
+        seconds=fitted.seconds, consistency=consistency_of(dynamics), history=fitted.history,
+        online_curve=fitted.online_curve, diverged=fitted.diverged)

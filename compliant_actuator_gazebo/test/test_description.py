@@ -199,7 +199,7 @@ def test_manager_configs_match_the_descriptions(name):
 ])
 def test_launch_files_give_a_valid_description(launch, args, robot_name, joints):
     """roslaunch --dump-params runs the xacro command of each launch file (no master needed)."""
-    params = launch_params(f"compliant_actuator_gazebo {launch}", *args)
+    params = launch_params(launch, *args, package="compliant_actuator_gazebo")
     d = parse_description(params["/robot_description"])
     assert d.name == robot_name and list(d.compliant_names) == joints
     for joint, inputs in params.get("/compliant_sim/initial_inputs", {}).items():

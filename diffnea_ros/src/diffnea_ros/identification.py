@@ -58,18 +58,14 @@ def nmse(predicted: torch.Tensor, measured: torch.Tensor) -> np.ndarray:
     return (error / variance).detach().cpu().double().numpy()
 
 
-@torch.no_grad()
 def evaluate_nmse(dynamics: torch.nn.Module, samples: Samples, chunk: int = 8192,
                   cache: Optional[RegressorCache] = None) -> np.ndarray:
     """NMSE per joint of ``dynamics(q, qd, qdd)`` against the measured torques (through the
     regressor ``cache`` of a LearnableDynamics when given)."""
-    if cache is not None:
-        predicted = dynamics.predict_from_regressor(cache.y, cache.fixed, samples.qd)
-    else:
-        predicted = torch.cat([dynamics(samples.q[i:i + chunk], samples.qd[i:i + chunk],
-                                        samples.qdd[i:i + chunk])
-                               for i in range(0, len(samples), chunk)])
-    return nmse(predicted, samples.tau)
+    if cache is None:
+        return predictor_nmse(module_predictor(dynamics, samples), samples, chunk)
+    return predictor_nmse(lambda index: dynamics.predict_from_regressor(
+        cache.y[index], cache.fixed[index], samples.qd[index]), samples, chunk)
 
 
 @dataclass
@@ -145,6 +141,7 @@ def diffnea_predictor(dynamics: LearnableDynamics, samples: Samples) -> Predicto
                                                          samples.qd[index])
 
 
+@torch.no_grad()
 def predictor_nmse(predict: Predictor, samples: Samples, chunk: int = 2048) -> np.ndarray:
     """Per-joint NMSE of ``predict`` on all ``samples``."""
     index = torch.arange(len(samples))

@@ -32,7 +32,7 @@ from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
 from sim2real_checks.errors import Rejected
 from sim2real_checks.joint_state import JointStateSpec, check_joint_state
 
-from panda_sim2real.errors import PandaError, TrajectoryRejected
+from panda_sim2real.errors import ConfigError, PandaError, TrajectoryRejected
 from sim2real_checks.node import mapping_param, run_node
 from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
 from panda_sim2real.limits import JointLimits
@@ -68,10 +68,12 @@ class RobotNode:
         self.limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
         config = mapping_param(f"~{config_param}", RobotConfig.from_dict,
                                lambda path: RobotConfig.from_yaml(path or default_config))
-        config = config.with_overrides(
-            publish_rate=optional_number_param("~publish_rate", PandaError),
-            seed=integer_param("~seed", None, PandaError),
-            urdf=rospy.get_param("~urdf", None) or None)
+        try:   # a rate the physics rate is not a multiple of: named as the parameter it is
+            config = config.with_overrides(publish_rate=optional_number_param("~publish_rate", PandaError))
+        except ConfigError as exc:
+            raise ConfigError(f"~publish_rate: {exc}") from None
+        config = config.with_overrides(seed=integer_param("~seed", None, PandaError),
+                                       urdf=rospy.get_param("~urdf", None) or None)
         self.robot = SimulatedRobot(config, self.limits)
         self.publish_clock = flag_param("~publish_clock", False, PandaError)
         self.real_time_factor = number_param("~real_time_factor", 1.0, PandaError, minimum=0.0)

@@ -3,15 +3,15 @@ parameters a launch file sets, and a YAML mapping it loads (``<rosparam>``) as t
 from __future__ import annotations
 
 import subprocess
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
 
-def launch_params(launch: str, *args: str) -> dict[str, Any]:
-    """``roslaunch --dump-params LAUNCH ARGS`` (``launch``: a path, or ``"PACKAGE FILE"``) as
-    ``{name: value}``; AssertionError with roslaunch's stderr if it fails."""
-    done = subprocess.run(["roslaunch", "--dump-params", *launch.split(" "), *args],
+def launch_params(launch: str, *args: str, package: Optional[str] = None) -> dict[str, Any]:
+    """``roslaunch --dump-params [PACKAGE] LAUNCH ARGS`` (``launch``: a path, or a file name of
+    ``package``) as ``{name: value}``; AssertionError with roslaunch's stderr if it fails."""
+    done = subprocess.run(["roslaunch", "--dump-params", *([package] if package else []), launch, *args],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return yaml.safe_load(done.stdout) or {}

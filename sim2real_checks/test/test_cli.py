@@ -87,3 +87,18 @@ def test_output_folder_creates_the_folder_or_names_the_flag(tmp_path):
     (tmp_path / "file").write_text("a file, not a folder")
     with pytest.raises(OSError, match=r"^--out: cannot create its folder: "):
         output_folder(str(tmp_path / "file" / "out.yaml"), "--out")
+
+
+def test_save_figure_writes_the_plot_into_a_new_folder_and_closes_it(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sim2real_checks.outputs import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = tmp_path / "plots" / "line.png"
+    save_figure(fig, str(path), dpi=50)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and os.listdir(path.parent) == ["line.png"]
+    assert not plt.fignum_exists(fig.number)

@@ -3,7 +3,6 @@ real robot, like the 'Simulation' rows of paper 000 Table II, and a torque plot 
 """
 from __future__ import annotations
 
-import os
 
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -16,6 +15,7 @@ from panda_sim2real.metrics import QUANTITIES, per_joint_mse
 from panda_sim2real.pair_bag import DEFAULT_LABEL, PairRecording
 from panda_sim2real.trajectory_generation import KINDS
 from panda_sim2real.work_cycle import TASK
+from sim2real_checks.outputs import save_figure
 
 COMPARED_KINDS = (*KINDS, TASK)     # the random moves and the work-cycle repeats
 
@@ -115,5 +115,4 @@ def plot_torque_panels(t: np.ndarray, sim: np.ndarray, real: np.ndarray, path: s
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)

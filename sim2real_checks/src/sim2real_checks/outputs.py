@@ -1,5 +1,5 @@
-"""Output files of the tools and libraries: numpy values as plain data (for JSON and YAML) and
-JSON figures written atomically into a folder created on demand (CONTRIBUTING.md, "Tools").
+"""Output files of the tools and libraries: numpy values as plain data (for JSON and YAML), JSON
+figures and plots written atomically into a folder created on demand (CONTRIBUTING.md, "Tools").
 Imports without ROS."""
 from __future__ import annotations
 
@@ -49,6 +49,18 @@ def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def save_figure(fig: Any, path: str, dpi: int = 110) -> None:
+    """Save the matplotlib figure ``fig`` to ``path`` (its format from the extension) atomically,
+    creating the folder, and close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_path(path, suffix=os.path.splitext(path)[1]) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+    finally:
+        plt.close(fig)
 
 
 def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_nan: bool = True) -> None:

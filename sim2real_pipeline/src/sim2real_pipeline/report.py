@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from sim2real_pipeline.evaluation import KEYS, ratios
+from sim2real_checks.outputs import save_figure
 
 UNITS = {"position_mse": "rad²", "velocity_mse": "(rad/s)²", "torque_mse": "(N m)²"}
 QUANTITY = {"position_mse": "position", "velocity_mse": "velocity", "torque_mse": "torque"}
@@ -54,8 +55,7 @@ def _plot(errors: Mapping[str, Mapping[str, list[float]]], title: str, path: str
     axes[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def write_report(out: str, evaluation: Mapping[str, Any], files: Mapping[str, str],

@@ -20,6 +20,7 @@ numbers before formatting (``tables --json``).
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence
+from sim2real_checks.outputs import save_figure
 
 PAIRING_NAMES = {"cpc": "CPC", "cic": "CIC", "mp": "MP"}
 
@@ -235,5 +236,4 @@ def plot_rpl_curves(results: Iterable[dict], path: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

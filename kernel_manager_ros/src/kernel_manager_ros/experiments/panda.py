@@ -25,6 +25,7 @@ from kernel_manager_ros.manager import KernelManager
 from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, PandaTrajectory, Replay, histories,
                                       read_pair_trajectories, replay, step_indices)
 from kernel_manager_ros.state_spec import StateSpec
+from sim2real_checks.outputs import save_figure
 
 LABEL = "reality stand-in"
 
@@ -227,8 +228,7 @@ def plot(figures: dict[str, Any], plots: dict[str, Any], folder: str) -> list[st
                  f"{k['sensor']} sensor kernels", fontsize=10)
     fig.tight_layout()
     paths.append(os.path.join(folder, "panda_mse.png"))
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    save_figure(fig, paths[-1], dpi=120)
 
     layout: PandaLayout = plots["layout"]
     lengths = [r.times.size for r in plots["plain"]]
@@ -252,6 +252,5 @@ def plot(figures: dict[str, Any], plots: dict[str, Any], folder: str) -> list[st
     axes[1].set_xlabel(f"t [s] (held-out trajectory {tr.trajectory_id}, {tr.kind})")
     fig.tight_layout()
     paths.append(os.path.join(folder, "panda_trajectory.png"))
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    save_figure(fig, paths[-1], dpi=120)
     return paths

@@ -40,6 +40,7 @@ from kernel_manager_ros.vehicle.model import Ramp, VehicleConfig
 from kernel_manager_ros.vehicle.sarsa import SarsaSpeedPolicy
 from kernel_manager_ros.vehicle.run import (
     RunResult, SensorOverride, StepContext, run_missions, write_bag)
+from sim2real_checks.outputs import save_figure
 
 LABEL = ("deployment = our vehicle simulation with an unexpected ramp (and, in the sensor case, "
          "a 1 Hz GPS), not a real robot")
@@ -616,8 +617,7 @@ def plot_experiment(runs: Mapping[str, RunResult], kernel_sets: Mapping[str, Ker
     def save(fig: Any, name: str) -> None:
         fig.tight_layout()
         paths.append(os.path.join(folder, name))
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        save_figure(fig, paths[-1], dpi=110)
 
     def atr_plot(name: str, title: str, curves: Sequence[tuple[str, str]]) -> None:
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -11,7 +11,6 @@ import xmlrpc.client
 from typing import Any
 
 import pytest
-import rospy
 import yaml
 
 from kernel_manager_ros.errors import KernelError
@@ -21,6 +20,7 @@ from kernel_manager_ros.vehicle.mission import MissionConfig
 from kernel_manager_ros.vehicle.mission_node import MissionParams
 from kernel_manager_ros.vehicle.model import VehicleConfig
 from kernel_manager_ros.vehicle.sim_node import VehicleSimParams
+from sim2real_checks.node_testing import StandInParameters
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config")
 SOURCE = "parameter /node/config"
@@ -82,16 +82,9 @@ def test_a_malformed_file_is_one_error_naming_the_file(cls, tmp_path):
 
 # ------------------------------------------------------------------ the nodes' parameters
 @pytest.fixture
-def params(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """A private parameter server for ``*Params.from_ros`` (``~name`` keys); warnings in
-    ``__warnings__``."""
-    values: dict[str, Any] = {}
-    monkeypatch.setattr(rospy, "get_param", lambda name, default=None: values.get(name, default))
-    monkeypatch.setattr(rospy, "resolve_name", lambda name: "/node/" + name.lstrip("~"))
-    warnings: list[str] = []
-    monkeypatch.setattr(rospy, "logwarn", warnings.append)
-    values["__warnings__"] = warnings
-    return values
+def params(monkeypatch: pytest.MonkeyPatch) -> StandInParameters:
+    """A private parameter server for ``*Params.from_ros`` (``~name`` keys), its warnings kept."""
+    return StandInParameters().install(monkeypatch)
 
 
 def test_the_manager_reads_the_mapping_or_the_old_path(params):
@@ -100,10 +93,10 @@ def test_the_manager_reads_the_mapping_or_the_old_path(params):
     read = ManagerParams.from_ros()
     assert read.spec == StateSpec.from_yaml(path) and read.kernels_path == "/k.yaml"
     assert (read.suffix, read.max_abs, read.set_state) == ("_kernel", 1e5, None)
-    assert params["__warnings__"] == []
+    assert params.warnings == []
     params["~config"] = path
     assert ManagerParams.from_ros().spec == read.spec
-    assert len(params["__warnings__"]) == 1 and "deprecated" in params["__warnings__"][0]
+    assert len(params.warnings) == 1 and "deprecated" in params.warnings[0]
 
 
 @pytest.mark.parametrize("values,message", [
@@ -131,7 +124,7 @@ def test_vehicle_sim_reads_the_mapping_and_its_overrides(params):
     assert read.config == VehicleConfig.from_yaml(path).with_overrides(gps_rate=1.0, seed=7)
     assert read.publish_clock is True and read.real_time_factor == 0.0
     params.clear()    # nothing set: the design vehicle, as configured
-    params["__warnings__"] = []
+    params.warnings.clear()
     read = VehicleSimParams.from_ros()
     assert read.config == VehicleConfig.from_yaml(os.path.join(CONFIG, "vehicle_design.yaml"))
     assert read.publish_clock is False and read.real_time_factor == 1.0
@@ -160,7 +153,7 @@ def test_mission_reads_the_mapping_and_its_overrides(params):
     assert read.config == MissionConfig.from_yaml(path).with_program(pitch_speed_gain=2.0)
     assert (read.missions, read.gap, read.seed, read.use_kernel_topics) == (3, 0.5, 4, True)
     params.clear()
-    params["__warnings__"] = []
+    params.warnings.clear()
     read = MissionParams.from_ros()
     assert read.config == MissionConfig.from_yaml(path)
     assert (read.missions, read.gap, read.seed, read.use_kernel_topics) == (0, 2.0, 0, False)

@@ -4,7 +4,6 @@ sim2real_checks.node.mapping_param); argument docs: tools/test/test_launch_conve
 import dataclasses
 import os
 
-import numpy as np
 import pytest
 
 from panda_sim2real.limits import DEFAULT_LIMITS_FILE, JointLimits
@@ -23,8 +22,7 @@ mapping = param_mapping
 
 
 def same_limits(a: JointLimits, b: JointLimits) -> None:
-    for field in dataclasses.fields(JointLimits):
-        np.testing.assert_array_equal(getattr(a, field.name), getattr(b, field.name))
+    assert a == b
 
 
 def same_config(a: RobotConfig, b: RobotConfig) -> None:

@@ -59,3 +59,11 @@ def test_a_file_error_names_the_file(tmp_path):
         JointLimits.from_yaml(str(path))
     with pytest.raises(ConfigError, match="joint limits not found"):
         JointLimits.from_yaml(str(tmp_path / "nope.yaml"))
+
+
+def test_limits_compare_by_value():
+    a, b = JointLimits.from_yaml(), JointLimits.from_yaml()
+    assert a == b and a is not b
+    raw = yaml.safe_load(open(DEFAULT_LIMITS_FILE, encoding="utf-8"))
+    raw["velocity"][0] += 0.1
+    assert JointLimits.from_dict(raw, "test") != a

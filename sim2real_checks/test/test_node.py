@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import pytest
-import rospy
 
 from sim2real_checks.node import mapping_param
+from sim2real_checks.node_testing import StandInParameters
 
 
 class BadConfig(ValueError):
@@ -24,36 +24,30 @@ def from_file(path: Optional[str]) -> tuple[str, Any]:
 
 
 @pytest.fixture
-def params(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    monkeypatch.setattr(rospy, "get_param", lambda name, default=None: values.get(name, default))
-    monkeypatch.setattr(rospy, "resolve_name", lambda name: "/node/" + name.lstrip("~"))
-    warnings: list[str] = []
-    monkeypatch.setattr(rospy, "logwarn", warnings.append)
-    values["__warnings__"] = warnings
-    return values
+def params(monkeypatch: pytest.MonkeyPatch) -> StandInParameters:
+    return StandInParameters().install(monkeypatch)
 
 
-def test_a_mapping_goes_to_from_mapping_with_its_source(params: dict[str, Any]) -> None:
+def test_a_mapping_goes_to_from_mapping_with_its_source(params: StandInParameters) -> None:
     params["~limits"] = {"velocity": [1.0]}
     assert mapping_param("~limits", from_mapping, from_file) == ("mapping", {"velocity": [1.0]})
-    assert params["__warnings__"] == []
+    assert params.warnings == []
 
 
 @pytest.mark.parametrize("value", [None, ""])
-def test_absent_or_empty_reads_the_default_file(params: dict[str, Any], value: Any) -> None:
+def test_absent_or_empty_reads_the_default_file(params: StandInParameters, value: Any) -> None:
     if value is not None:
         params["~limits"] = value
     assert mapping_param("~limits", from_mapping, from_file) == ("file", None)
 
 
-def test_a_path_still_works_with_a_warning(params: dict[str, Any]) -> None:
+def test_a_path_still_works_with_a_warning(params: StandInParameters) -> None:
     params["~limits"] = "/some/limits.yaml"
     assert mapping_param("~limits", from_mapping, from_file) == ("file", "/some/limits.yaml")
-    assert len(params["__warnings__"]) == 1 and "deprecated" in params["__warnings__"][0]
+    assert len(params.warnings) == 1 and "deprecated" in params.warnings[0]
 
 
-def test_a_scalar_is_the_packages_error(params: dict[str, Any]) -> None:
+def test_a_scalar_is_the_packages_error(params: StandInParameters) -> None:
     params["~limits"] = 3
     with pytest.raises(BadConfig, match="/node/limits: expected a mapping, got int"):
         mapping_param("~limits", from_mapping, from_file)

@@ -6,9 +6,9 @@ import math
 from typing import Any
 
 import pytest
-import rospy
 
 from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
+from sim2real_checks.node_testing import StandInParameters
 
 
 class BadParameter(ValueError):
@@ -16,10 +16,8 @@ class BadParameter(ValueError):
 
 
 @pytest.fixture
-def params(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    monkeypatch.setattr(rospy, "get_param", lambda name, default=None: values.get(name, default))
-    return values
+def params(monkeypatch: pytest.MonkeyPatch) -> StandInParameters:
+    return StandInParameters().install(monkeypatch)
 
 
 def test_numbers_and_their_defaults(params: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 import numpy as np
@@ -31,6 +31,14 @@ class JointLimits:
     acceleration: np.ndarray
     jerk: np.ndarray
     home: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        """Equal names and equal limits (the generated comparison fails on numpy arrays)."""
+        if not isinstance(other, JointLimits):
+            return NotImplemented
+        return self.joint_names == other.joint_names and all(
+            np.array_equal(getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self) if f.name != "joint_names")
 
     @property
     def dof(self) -> int:

@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,21 @@ def check_fails_at_start(startup: StartUp, expected: str, name: Optional[str] = 
     assert name is None or f"/{name}: " in fatal[0], f"/{name} not named in {fatal[0]!r}"
     assert "Traceback" not in startup.stderr, startup.stderr
     return fatal[0]
+
+
+class StandInParameters(dict):
+    """A node's private parameters for unit tests without a master: ``{"~name": value}``.
+    :meth:`install` makes ``rospy.get_param`` read them, ``rospy.resolve_name`` resolve "~x" to
+    "/node/x" and ``rospy.logwarn`` append to :attr:`warnings`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warnings: list[str] = []
+
+    def install(self, monkeypatch: Any) -> "StandInParameters":
+        import rospy
+
+        monkeypatch.setattr(rospy, "get_param", lambda name, default=None: self.get(name, default))
+        monkeypatch.setattr(rospy, "resolve_name", lambda name: "/node/" + name.lstrip("~"))
+        monkeypatch.setattr(rospy, "logwarn", self.warnings.append)
+        return self

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from diffnea_ros.algorithms import mass_matrix, rnea
+from diffnea_ros.identification import nmse
 from diffnea_ros.model import GRAVITY, RigidBodyModel
 from diffnea_ros.sine_tracking import (SineTrajectory, TrackingConfig, joint_limits,
                                        kuka_urdf_path, load_pybullet_robot, pd_gains)
@@ -47,8 +48,9 @@ UNSTABLE_X = 0.5      # [m]
 
 
 def _nmse(target: np.ndarray, actual: np.ndarray) -> np.ndarray:
-    """Per-column mean squared error over the target's variance (paper §4.1.1)."""
-    return np.mean((target - actual) ** 2, axis=0) / np.maximum(np.var(target, axis=0), 1e-12)
+    """Per-column mean squared error over the target's variance (paper §4.1.1): the training
+    NMSE of identification.nmse, on tracked states."""
+    return nmse(torch.as_tensor(actual, dtype=torch.float64), torch.as_tensor(target, dtype=torch.float64))
 
 
 @torch.no_grad()

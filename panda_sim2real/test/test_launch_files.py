@@ -9,6 +9,7 @@ import pytest
 from panda_sim2real.limits import DEFAULT_LIMITS_FILE, JointLimits
 from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
 from panda_sim2real.trajectory_generation import DEFAULT_SETTINGS_FILE, GeneratorSettings
+from panda_sim2real.work_cycle import DEFAULT_WORK_CYCLE_FILE, WorkCycleSettings
 from sim2real_checks.launch_testing import launch_params, param_mapping
 
 LAUNCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch")
@@ -55,12 +56,14 @@ def test_a_config_given_by_its_launch_argument_is_loaded():
         assert mapping(params, name)["label"] == "reality stand-in (individual B)"
 
 
-def test_the_pair_runner_gets_its_generator_settings_and_limits_as_mappings():
+def test_the_pair_runner_gets_its_generator_settings_limits_and_work_cycle_as_mappings():
     params = dump_params("pair_runner.launch", "bag:=/tmp/pairs.bag")
     settings = GeneratorSettings.from_dict(mapping(params, "/pair_runner/generator_config"), "test")
     assert settings == GeneratorSettings.from_yaml(DEFAULT_SETTINGS_FILE)
     same_limits(JointLimits.from_dict(mapping(params, "/pair_runner/limits"), "test"),
                 JointLimits.from_yaml(DEFAULT_LIMITS_FILE))
+    cycle = WorkCycleSettings.from_dict(mapping(params, "/pair_runner/work_cycle"), "test")
+    assert cycle.cycle == WorkCycleSettings.from_yaml(DEFAULT_WORK_CYCLE_FILE).cycle
 
 
 @pytest.mark.parametrize("robot, node", [("franka_ros", "/real/franka_ros_relay"),

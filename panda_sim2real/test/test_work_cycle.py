@@ -255,3 +255,16 @@ def test_collect_count_options_are_exclusive(tmp_path):
     done = run_collect("--trajectories", "2", "--task-repeats", "2", "--out",
                        str(tmp_path / "x.bag"))
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
+
+
+def test_a_loaded_mapping_reads_as_its_file(tmp_path):
+    """The pair runner's ~work_cycle is the mapping the launch file loaded: same settings as the
+    file, same errors, naming the parameter."""
+    from_mapping = WorkCycleSettings.from_dict(_set(DEFAULT, "margin", 0.1), "parameter /runner/work_cycle",
+                                               LIMITS)
+    from_file = WorkCycleSettings.from_yaml(DEFAULT_WORK_CYCLE_FILE, LIMITS)
+    assert from_mapping.cycle == from_file.cycle
+    np.testing.assert_array_equal(from_mapping.home, from_file.home)
+    with pytest.raises(ConfigError, match=r"^parameter /runner/work_cycle: 'cycle' names unknown"):
+        WorkCycleSettings.from_dict(_set(DEFAULT, "cycle", ["drop"]), "parameter /runner/work_cycle",
+                                    LIMITS)

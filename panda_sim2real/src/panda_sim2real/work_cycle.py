@@ -99,9 +99,14 @@ class WorkCycleSettings:
                   limits: Optional[JointLimits] = None) -> "WorkCycleSettings":
         """Read and :meth:`check` a work cycle file (default config/work_cycle.yaml)."""
         path = path or DEFAULT_WORK_CYCLE_FILE
+        return cls.from_dict(read_yaml(path, "work cycle", ConfigError), f"work cycle {path}", limits)
+
+    @classmethod
+    def from_dict(cls, raw: Any, source: str = "work cycle",
+                  limits: Optional[JointLimits] = None) -> "WorkCycleSettings":
+        """The work cycle in the mapping ``raw`` (a file's content, or the mapping a launch file
+        loaded onto a node's ``~work_cycle``), :meth:`check`-ed; ConfigError naming ``source``."""
         limits = limits or JointLimits.from_yaml()
-        source = f"work cycle {path}"
-        raw = read_yaml(path, "work cycle", ConfigError)
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: expected a mapping with keys {list(REQUIRED)}")
         known = {f.name for f in fields(cls)}
@@ -229,17 +234,19 @@ class WorkCycleGenerator:
 
 def make_generator(kinds: Sequence[str], seed: int, limits: JointLimits,
                    generator_config: Union[None, str, GeneratorSettings] = None,
-                   work_cycle: str = DEFAULT_WORK_CYCLE_FILE) -> Any:
-    """The moves of a collection or a pair runner: the work cycle for kinds == (TASK,), else
-    the random move generator (TrajectoryGenerator) over ``kinds`` with ``generator_config``
-    (settings, or the path of their file; None: the defaults); ConfigError if TASK is mixed
-    with other kinds. Both have ``next(start_q, kinds)``."""
+                   work_cycle: Union[str, WorkCycleSettings] = DEFAULT_WORK_CYCLE_FILE) -> Any:
+    """The moves of a collection or a pair runner: the work cycle (settings, or the path of
+    their file) for kinds == (TASK,), else the random move generator (TrajectoryGenerator) over
+    ``kinds`` with ``generator_config`` (settings, or the path of their file; None: the
+    defaults); ConfigError if TASK is mixed with other kinds. Both have ``next(start_q, kinds)``."""
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     if TASK in kinds:
         if kinds != (TASK,):
             raise ConfigError(f"kind '{TASK}' (the work cycle) cannot be mixed with other "
                               f"kinds, got {list(kinds)}")
-        return WorkCycleGenerator(limits, WorkCycleSettings.from_yaml(work_cycle, limits), seed)
+        if not isinstance(work_cycle, WorkCycleSettings):
+            work_cycle = WorkCycleSettings.from_yaml(work_cycle, limits)
+        return WorkCycleGenerator(limits, work_cycle, seed)
     if isinstance(generator_config, GeneratorSettings):
         settings = generator_config
     else:

@@ -28,6 +28,8 @@ from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import yaml
 
+from trifinger_controllers.yaml_files import read_yaml
+
 
 @dataclass(frozen=True)
 class Parameter:
@@ -228,13 +230,7 @@ class ParameterSet:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"parameter file not found: {path}")
-        try:
-            with open(path, "r", encoding="utf-8") as stream:
-                data = yaml.safe_load(stream)
-        except yaml.YAMLError as error:
-            first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise ValueError(f"{path}: not valid YAML ({first})") from None
-        return self.from_mapping(data, path)
+        return self.from_mapping(read_yaml(path, "parameter file"), path)
 
     def save_yaml(self, path: "os.PathLike[str] | str", header: str = "") -> None:
         """Write the values as a flat YAML mapping, each with its interval and doc as a comment."""

@@ -29,29 +29,16 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
-import yaml
-
 from trifinger_controllers import cube
 from trifinger_controllers.types import CubePose
+from trifinger_controllers.yaml_files import read_mapping
 
 #: The package's configuration directory (``config/`` next to ``src/``).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 DEFAULT_CONFIG = CONFIG_DIR / "perception.yaml"
-
-
-def read_mapping(path: Union[str, Path], what: str) -> dict:
-    """The YAML mapping in ``path``; ValueError naming the file if it is missing, not YAML or not
-    a mapping (the config files of this package)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ValueError(f"{path}: cannot read the {what}: {error}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping (the {what})")
-    return data
 
 
 def _symmetry_rotations() -> np.ndarray:
@@ -117,18 +104,24 @@ class PerceptionConfig:
 
     @classmethod
     def from_yaml(cls, path: Union[str, Path] = DEFAULT_CONFIG) -> "PerceptionConfig":
-        """The config in ``path``: each parameter as ``{value: ..., source: "..."}`` (or a bare
-        value); ValueError naming the file on a missing, unknown or invalid entry."""
-        path = Path(path)
-        data = read_mapping(path, "perception config")
+        """The config in the file ``path`` (:meth:`from_dict`)."""
+        return cls.from_dict(read_mapping(path, "perception config"), str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> "PerceptionConfig":
+        """The config in the mapping ``data`` (a file's content, or the mapping a launch file loaded
+        onto trifinger_sim's ``~camera``): each parameter as ``{value: ..., source: "..."}`` (or a
+        bare value); ValueError naming ``source`` on a missing, unknown or invalid entry."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a mapping (the perception config)")
         known = {f.name for f in fields(cls)} - {"sources"}
         values, sources = {}, {}
         for key, entry in data.items():
             if key not in known:
-                raise ValueError(f"{path}: unknown perception parameter {key!r} (known: {sorted(known)})")
+                raise ValueError(f"{source}: unknown perception parameter {key!r} (known: {sorted(known)})")
             if isinstance(entry, dict):
                 if "value" not in entry:
-                    raise ValueError(f"{path}: {key} has no 'value'")
+                    raise ValueError(f"{source}: {key} has no 'value'")
                 values[key], sources[key] = entry["value"], str(entry.get("source", ""))
             else:
                 values[key] = entry
@@ -137,7 +130,7 @@ class PerceptionConfig:
                 values["confidence_range"] = tuple(values["confidence_range"])
             return cls(**values, sources=sources)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{path}: {error}") from None
+            raise ValueError(f"{source}: {error}") from None
 
     @classmethod
     def named(cls, name: str) -> "PerceptionConfig":

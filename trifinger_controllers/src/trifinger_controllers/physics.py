@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Tuple, Union
+from typing import Any, Dict, Tuple, Union
 
 import numpy as np
 
-from trifinger_controllers.perception import CONFIG_DIR, read_mapping
+from trifinger_controllers.perception import CONFIG_DIR
+from trifinger_controllers.yaml_files import read_mapping
 
 DEFAULT_CONFIG = CONFIG_DIR / "physics_randomisation.yaml"
 Range = Tuple[float, float]
@@ -55,17 +56,25 @@ class PhysicsRandomisation:
 
     @classmethod
     def from_yaml(cls, path: Union[str, Path] = DEFAULT_CONFIG) -> "PhysicsRandomisation":
-        data = read_mapping(path, "physics randomisation")
+        """The ranges in the file ``path`` (:meth:`from_dict`)."""
+        return cls.from_dict(read_mapping(path, "physics randomisation"), str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> "PhysicsRandomisation":
+        """The ranges in the mapping ``data`` (a file's content, or the mapping a launch file
+        loaded onto trifinger_sim's ``~physics``); ValueError naming ``source``."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a mapping (the physics randomisation)")
         known = ("cube_mass_scale", "cube_friction_scale", "floor_friction_scale")
         for key, value in data.items():
             if key not in known:
-                raise ValueError(f"{path}: unknown physics parameter {key!r} (known: {list(known)})")
+                raise ValueError(f"{source}: unknown physics parameter {key!r} (known: {list(known)})")
             if not (isinstance(value, (list, tuple)) and len(value) == 2):
-                raise ValueError(f"{path}: {key} must be [low, high], got {value!r}")
+                raise ValueError(f"{source}: {key} must be [low, high], got {value!r}")
         try:
             return cls(**{k: tuple(v) for k, v in data.items()})
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{path}: {error}") from None
+            raise ValueError(f"{source}: {error}") from None
 
     @classmethod
     def named(cls, name: str) -> "PhysicsRandomisation":

@@ -34,7 +34,8 @@ from trifinger_controllers.command_hold import CommandWatchdog, HoldLog
 from trifinger_controllers.errors import ConfigurationError
 from trifinger_controllers.msg import ObjectPose
 from trifinger_controllers.platform import DEFAULT_CAMERA_DELAY_STEPS, SimulatedPlatform
-from trifinger_controllers.sim_options import DEFAULT_CAMERA, DEFAULT_PHYSICS, SimOptions
+from trifinger_controllers.sim_options import (CAMERA_NAMES, DEFAULT_CAMERA, DEFAULT_PHYSICS,
+                                               PHYSICS_NAMES, SimOptions)
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose, Observation
 
 #: trifinger_simulation's PD gains of the TriFinger Pro's position controller (per finger).
@@ -63,6 +64,30 @@ def _gains(value: Any, name: str) -> np.ndarray:
     if gains.shape != (N_JOINTS,) or not np.all(np.isfinite(gains)) or np.any(gains < 0):
         raise ConfigurationError(f"~{name} must be 3 or 9 non-negative numbers, got {value!r}")
     return gains
+
+
+def _sim_options() -> SimOptions:
+    """``~camera`` and ``~physics``: a name (tracker, ideal; randomised, nominal) or the model
+    the launch file loaded (a mapping, as its YAML file); a file path still works, with a
+    warning (deprecated, CONTRIBUTING.md "Nodes")."""
+    values, sources = [], []
+    for name, default, names in (("~camera", DEFAULT_CAMERA, CAMERA_NAMES),
+                                 ("~physics", DEFAULT_PHYSICS, PHYSICS_NAMES)):
+        value = rospy.get_param(name, default)
+        resolved = rospy.resolve_name(name)
+        if not isinstance(value, (str, dict)):
+            raise ConfigurationError(f"{resolved} must be one of {list(names)} or a YAML mapping, "
+                                     f"got {value!r}")
+        if isinstance(value, str) and value not in names:
+            rospy.logwarn(f"{resolved}: a file path is deprecated; load the YAML onto the parameter "
+                          f"server in the launch file (<rosparam file=\"{value}\" ns=\"{name[1:]}\"/>)")
+        values.append(value)
+        sources.append(f"parameter {resolved}")
+    try:
+        return SimOptions.from_values(values[0], values[1], (sources[0], sources[1]))
+    except ValueError as exc:
+        raise ConfigurationError(f"~camera (tracker, ideal or a model) / ~physics (randomised, "
+                                 f"nominal or ranges): {exc}") from None
 
 
 class SimNode:
@@ -109,14 +134,7 @@ class SimNode:
                               else max(1, int(round(PHYSICS_RATE / publish_rate))))
         self.publish_clock = flag_param("~publish_clock", rospy.get_param("/use_sim_time", False),
                                         ConfigurationError)
-        camera = str(rospy.get_param("~camera", DEFAULT_CAMERA))
-        physics = str(rospy.get_param("~physics", DEFAULT_PHYSICS))
-        try:
-            self.options = SimOptions.named(camera, physics)
-        except ValueError as exc:
-            raise ConfigurationError(
-                f"~camera {camera!r} (tracker, ideal or a YAML file) / ~physics {physics!r} "
-                f"(randomised, nominal or a YAML file): {exc}") from None
+        self.options = _sim_options()
         self.platform = SimulatedPlatform(seed=platform_seed, camera_delay_steps=delay,
                                           perception=self.options.perception,
                                           physics=self.options.physics)

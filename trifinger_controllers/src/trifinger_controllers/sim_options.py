@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Dict
+from typing import Any, Dict, Mapping, Tuple, Union
 
 from trifinger_controllers.perception import PerceptionConfig
 from trifinger_controllers.physics import PhysicsRandomisation
 
 DEFAULT_CAMERA = "tracker"
 DEFAULT_PHYSICS = "randomised"
+CAMERA_NAMES = ("tracker", "ideal")
+PHYSICS_NAMES = ("randomised", "nominal")
+
+Choice = Union[str, Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,18 @@ class SimOptions:
         ``physics``: ``randomised`` (config/physics_randomisation.yaml), ``nominal`` or a YAML
         path. ValueError with one line on a bad name or file."""
         return cls(PerceptionConfig.named(camera), PhysicsRandomisation.named(physics))
+
+    @classmethod
+    def from_values(cls, camera: Choice, physics: Choice,
+                    sources: Tuple[str, str] = ("camera", "physics")) -> "SimOptions":
+        """:meth:`named` for names and paths; a mapping (a model file's content, loaded onto the
+        node's parameter by the launch file) is read as its file would be, errors naming
+        ``sources`` (camera's, physics'). ValueError with one line."""
+        perception = (PerceptionConfig.from_dict(dict(camera), sources[0])
+                      if isinstance(camera, Mapping) else PerceptionConfig.named(str(camera)))
+        ranges = (PhysicsRandomisation.from_dict(dict(physics), sources[1])
+                  if isinstance(physics, Mapping) else PhysicsRandomisation.named(str(physics)))
+        return cls(perception, ranges)
 
     def describe(self) -> Dict[str, object]:
         """JSON-ready record of both (result files keep it)."""

@@ -12,7 +12,7 @@ import numpy as np
 import pybullet_data
 import rospy
 import rostest
-from sim2real_checks.node_testing import StartUp, check_fails_at_start
+from sim2real_checks.node_testing import check_fails_at_start, start_node
 from sim2real_checks.topic_testing import TopicRecorder, joint_state as state_msg, wait_for
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
@@ -224,14 +224,9 @@ class Identifier(unittest.TestCase):
         limits = rospy.get_param("/diffnea/identifier/limits")
         rospy.set_param("/diffnea/bad_start_4/limits", dict(limits, velocity=[10.0] * 6))
         for i, (case, (params, expected)) in enumerate(cases.items()):
-            proc = run_node(f"bad_start_{i}", *params)
-            try:
-                _, err = proc.communicate(timeout=60)
-            finally:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
+            startup = start_node("diffnea_ros", "identifier", f"bad_start_{i}", ["__ns:=/diffnea", *params])
             with self.subTest(case=case):
-                check_fails_at_start(StartUp(proc.returncode, err), expected)
+                check_fails_at_start(startup, expected)
 
 
 if __name__ == "__main__":

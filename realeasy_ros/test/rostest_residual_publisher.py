@@ -11,7 +11,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
-from sim2real_checks.node_testing import StartUp, check_fails_at_start
+from sim2real_checks.node_testing import check_fails_at_start, start_node
 from sim2real_checks.topic_testing import TopicRecorder, joint_state, wait_for
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
@@ -56,12 +56,15 @@ class Listener(TopicRecorder):
             return self.count(REALISTIC), self.count(RESIDUAL)
 
 
+def node_args(model_path, extra=()):
+    return ["__ns:=/realeasy", f"_model:={model_path}", "joint_states:=/sim/joint_states",
+            "joint_states_realistic:=/sim/joint_states_realistic", *extra]
+
+
 def run_node(name, model_path, extra=()):
-    return subprocess.Popen(
-        ["rosrun", "realeasy_ros", "residual_publisher", f"__name:={name}", "__ns:=/realeasy",
-         f"_model:={model_path}", "joint_states:=/sim/joint_states",
-         "joint_states_realistic:=/sim/joint_states_realistic", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(["rosrun", "realeasy_ros", "residual_publisher", f"__name:={name}",
+                             *node_args(model_path, extra)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 class ResidualPublisher(unittest.TestCase):
@@ -219,14 +222,9 @@ class ResidualPublisher(unittest.TestCase):
                  "precise": (precise, "realtime"),
                  "joints": (other, "joints")}
         for i, (case, (path, expected)) in enumerate(cases.items()):
-            proc = run_node(f"bad_model_{i}", path)
-            try:
-                _, err = proc.communicate(timeout=60)
-            finally:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
+            startup = start_node("realeasy_ros", "residual_publisher", f"bad_model_{i}", node_args(path))
             with self.subTest(case=case):
-                check_fails_at_start(StartUp(proc.returncode, err), expected)
+                check_fails_at_start(startup, expected)
 
 
 if __name__ == "__main__":

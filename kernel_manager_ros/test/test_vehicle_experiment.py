@@ -37,7 +37,7 @@ def small(tmp_path, name, **changes):
         missions=3, seed=5, work_dir=str(tmp_path / name), plots_dir=str(tmp_path / name / "p"),
         rounds=2, generation=GenerationConfig(rollouts=100, epsilon_p=0.5, sensor_kernels=False),
         sensor_generation=GenerationConfig(rollouts=100),
-        redesign_grid={"pitch_speed_gain": (0.0, 4.0)}, sarsa_episodes=10)
+        redesign_grid={"pitch_speed_gain": (0.0, 4.0)}, sarsa_episodes=10, sarsa_repeats=1)
     return replace(config, **changes)
 
 
@@ -75,6 +75,16 @@ def test_small_run_has_every_key_plots_and_a_loadable_kernel_file(two_runs):
     assert sarsa["episodes"] == 10 and sarsa["learner"]["updates"] > 0
     assert set(sarsa["greedy"]["speed_factors"]) <= set(sarsa["learner"]["speed_factors"])
     assert len(result["atr_curves"]["redeploy_sarsa"]) == 3
+    # stability over seeds: the first training is the redesign's (its prediction row), the
+    # repeat has its own seeds; the count within 10 % of the design is of these rows
+    trainings = sarsa["seeds"]["trainings"]
+    first = result["prediction"]["programs"]["redesigned_sarsa"]
+    assert [t["training"] for t in trainings] == [0, 1]
+    assert trainings[0]["greedy"] == first["speed_rule"] and trainings[0]["atr_deploy"] == first["atr_deploy"]
+    assert trainings[0]["learner_seed"] != trainings[1]["learner_seed"]
+    assert all(math.isfinite(t[k]) for t in trainings for k in ("atr_kernels", "atr_deploy", "training_atr"))
+    assert sarsa["seeds"]["within_10_percent"] == sum(
+        abs(t["atr_deploy"] - result["atr_design"]) <= 0.1 * abs(result["atr_design"]) for t in trainings)
     sensor = result["sensor_case"]
     assert sensor["kernels"]["sensor"] > 0           # the 1 Hz GPS gives identity transfers
     assert sensor["track_distance_design"] > 0 and sensor["track_distance_kernels"] >= 0

@@ -84,6 +84,9 @@ class ExperimentConfig:
     sarsa_factors: Sequence[float] = (1.0, 1.25, 1.5, 2.0)
     sarsa_alpha: float = 0.1
     sarsa_epsilon: float = 0.1
+    # SARSA's stability over seeds: further trainings, each with its own learner and mission
+    # seeds, each greedy rule run in the kernel simulation and redeployed on the fresh seeds
+    sarsa_repeats: int = 4
     # the prediction experiment (stage e2): control programs besides the design and the
     # redesigned one, each run in the design simulation, in the kernel simulations (Algorithm 1
     # alone and extended) and in the deployment on seeds no other stage uses
@@ -109,6 +112,9 @@ class ExperimentConfig:
                 or self.sarsa_episodes < 0:
             raise KernelError(f"sarsa_episodes must be an integer >= 0, got "
                               f"{self.sarsa_episodes!r}")
+        if isinstance(self.sarsa_repeats, bool) or not isinstance(self.sarsa_repeats, int) \
+                or self.sarsa_repeats < 0:
+            raise KernelError(f"sarsa_repeats must be an integer >= 0, got {self.sarsa_repeats!r}")
         reserved = {"design", "redesigned", "redesigned_sarsa"} & set(self.prediction_programs)
         if reserved:
             raise KernelError(f"prediction programs: {sorted(reserved)} are reserved names")
@@ -310,7 +316,7 @@ def run_experiment(config: ExperimentConfig, progress: bool = True) -> dict[str,
     if deploy.ramp is None:
         raise KernelError(f"{config.deploy_config}: the deployment needs its ramp")
     n_search = len(_grid(config.redesign_grid))
-    stages = 9 + (1 if config.sarsa_episodes else 0) + (5 if config.sensor_case else 0) + (1 if config.plots_dir else 0)
+    stages = 9 + (2 if config.sarsa_episodes else 0) + (5 if config.sensor_case else 0) + (1 if config.plots_dir else 0)
     with tqdm(total=stages, desc="vehicle experiment", unit="stage", disable=not progress) \
             as bar:
         ctx = _Context(config, mission, spec, design, deploy, slow_gps, bar)
@@ -401,6 +407,10 @@ def _ramp_case(ctx: _Context, n_search: int) -> dict[str, Any]:
     prediction = ctx.stage("prediction", lambda: predict_programs(
         ctx, programs, {"design_sim": None, "kernels_alg1": alg1_set, "kernels": kernel_set},
         ramp_spec, policies))
+    if cfg.sarsa_episodes:
+        sarsa["seeds"] = ctx.stage("SARSA over seeds", lambda: _sarsa_over_seeds(
+            ctx, kernel_set, ramp_spec, {**prediction["programs"]["redesigned_sarsa"],
+                                         "training_atr": sarsa["training_atr"]}))
     fresh = prediction["programs"]["redesigned"]["atr_deploy"]
     counts = kernel_set.counts()
     ctx.kernel_sets["ramp"] = kernel_set
@@ -458,12 +468,7 @@ def _sarsa_redesign(ctx: _Context, kernel_set: KernelSet, spec: StateSpec) -> di
     simulation; the greedy rule then runs there and in the deployment on the seeds of the grid
     search's evaluation and redeploy (4, 5)."""
     cfg, mission = ctx.config, ctx.mission
-    learner = SarsaSpeedPolicy(cfg.sarsa_edges, cfg.sarsa_factors, alpha=cfg.sarsa_alpha,
-                               epsilon=cfg.sarsa_epsilon,
-                               rng=np.random.default_rng(ctx.seed(9)))
-    training = run_missions(ctx.design, mission, spec, cfg.sarsa_episodes, seed=ctx.seed(10),
-                            hook=KernelHook(kernel_set, spec, mission.period),
-                            speed_policy=learner, label="SARSA training")
+    learner, training = _train_sarsa(ctx, kernel_set, spec, ctx.seed(9), ctx.seed(10))
     policy = learner.greedy()
     ctx.runs["redesign_sarsa_kernels"] = run_missions(
         ctx.design, mission, spec, cfg.missions, seed=ctx.seed(4),
@@ -487,6 +492,57 @@ def _sarsa_redesign(ctx: _Context, kernel_set: KernelSet, spec: StateSpec) -> di
             "redeploy_within_design": abs(atr_redeploy - atr_design) / abs(atr_design)
             if atr_design else math.nan,
             "policy": policy}
+
+
+def _train_sarsa(ctx: _Context, kernel_set: KernelSet, spec: StateSpec, learner_seed: int,
+                 mission_seed: int) -> tuple[SarsaSpeedPolicy, Any]:
+    """One SARSA training (vehicle/sarsa.py): ``sarsa_episodes`` missions of the original program
+    in the kernel-modified simulation; the learner and the training run."""
+    cfg, mission = ctx.config, ctx.mission
+    learner = SarsaSpeedPolicy(cfg.sarsa_edges, cfg.sarsa_factors, alpha=cfg.sarsa_alpha,
+                               epsilon=cfg.sarsa_epsilon, rng=np.random.default_rng(learner_seed))
+    training = run_missions(ctx.design, mission, spec, cfg.sarsa_episodes, seed=mission_seed,
+                            hook=KernelHook(kernel_set, spec, mission.period),
+                            speed_policy=learner, label="SARSA training")
+    return learner, training
+
+
+# offsets of the repeated SARSA trainings' seeds: learner 100 + 2k, missions 101 + 2k
+SARSA_REPEAT_SEED = 100
+
+
+def _sarsa_over_seeds(ctx: _Context, kernel_set: KernelSet, spec: StateSpec,
+                      first: Mapping[str, Any]) -> dict[str, Any]:
+    """How stable SARSA's redesign is over seeds: ``sarsa_repeats`` further trainings with their
+    own learner and mission seeds; each greedy rule runs in the kernel simulation and in the
+    deployment on the prediction experiment's seeds (7, 8: no training or search used them), as
+    the first training's rule did there (``first``, its row of the prediction experiment)."""
+    cfg, mission = ctx.config, ctx.mission
+    atr_design = float(ctx.runs["design"].atr[-1])
+    rows = [{"training": 0, "learner_seed": ctx.seed(9), "mission_seed": ctx.seed(10),
+             "greedy": first["speed_rule"], "training_atr": first["training_atr"],
+             "atr_kernels": first["atr_kernels"],
+             "atr_deploy": first["atr_deploy"]}]
+    for k in range(1, cfg.sarsa_repeats + 1):
+        seeds = ctx.seed(SARSA_REPEAT_SEED + 2 * k), ctx.seed(SARSA_REPEAT_SEED + 2 * k + 1)
+        learner, training = _train_sarsa(ctx, kernel_set, spec, *seeds)
+        policy = learner.greedy()
+        kernels = run_missions(ctx.design, mission, spec, cfg.missions,
+                               seed=ctx.seed(PREDICTION_SIM_SEED),
+                               hook=KernelHook(kernel_set, spec, mission.period),
+                               speed_policy=policy)
+        deploy = run_missions(ctx.deploy, mission, ctx.spec, cfg.missions,
+                              seed=ctx.seed(PREDICTION_DEPLOY_SEED), speed_policy=policy)
+        rows.append({"training": k, "learner_seed": seeds[0], "mission_seed": seeds[1],
+                     "greedy": policy.to_dict(), "training_atr": float(training.atr[-1]),
+                     "atr_kernels": float(kernels.atr[-1]), "atr_deploy": float(deploy.atr[-1])})
+    for row in rows:
+        row["deploy_within_design"] = (abs(row["atr_deploy"] - atr_design) / abs(atr_design)
+                                       if atr_design else math.nan)
+    return {"trainings": rows,
+            "within_10_percent": sum(1 for r in rows if r["deploy_within_design"] <= 0.10),
+            "atr_deploy_mean": float(np.mean([r["atr_deploy"] for r in rows])),
+            "atr_deploy_min": float(np.min([r["atr_deploy"] for r in rows]))}
 
 
 def predict_programs(ctx: _Context, programs: Mapping[str, Mapping[str, float]],

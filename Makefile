@@ -110,9 +110,11 @@ kernel-results: setup
 	  --json $(ROOT)/kernel_manager_ros/results/panda_kernels.json --plots $(ROOT)/kernel_manager_ros/results/plots
 
 # TriFinger tables (trifinger_controllers/README.md, simulation): Table III's Bayesian optimisation
-# (~3 h) and Table IV's residual policies (offline: 500 000 SAC steps per controller, many hours).
+# (~3 h per level; BO_LEVELS="3 4" by default, level 4 at 10 deg) and Table IV's residual policies
+# (offline: 500 000 SAC steps per controller, many hours).
+BO_LEVELS ?= 3 4
 trifinger-bo: setup
-	$(RUN) bash $(ROOT)/tools/trifinger_results.sh bo
+	for level in $(BO_LEVELS); do $(RUN) LEVEL=$$level bash $(ROOT)/tools/trifinger_results.sh bo; done
 
 trifinger-rpl: setup
 	$(RUN) bash $(ROOT)/tools/trifinger_results.sh rpl

@@ -10,6 +10,8 @@
 #   rpl  Table IV: residual policies, 500 000 SAC steps per controller (one gradient step per 8 RL
 #        steps: ~15 ms each on one core), a learning curve every 50 000 steps (5 episodes of 10 s,
 #        seed 1000), then base vs base + RPL on 20 trials (seed 2019) (~1 h per controller)
+# LEVEL=4 (environment) runs bo and bo-validate on level 4 with the paper's 10 deg initial
+# orientation error instead (files bo_*_l4*; the evaluation's 20 trials at 10 deg, seed 2019).
 # Both run under the object tracker model and the physics randomisation (the tools' defaults).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,19 +22,26 @@ declare -A PARAMS=(
   [mp]=path_speed,correction_gain,correction_duration,approach_time,close_time
 )
 declare -A GRASP=([cpc]=tg [cic]=cg [mp]=pg)
+LEVEL="${LEVEL:-3}"
+case "$LEVEL" in
+  3) TASK=(--level 3) ;;
+  4) TASK=(--level 4 --init-orientation-error 10) ;;
+  *) echo "$0: LEVEL must be 3 or 4, got $LEVEL" >&2; exit 2 ;;
+esac
 case "${1:-}" in
   bo|bo-validate)
     for c in ${2:-cpc cic mp}; do
       if [ "$1" = bo ]; then
-        rosrun trifinger_controllers optimize --controller "$c" --level 3 --iterations 50 --episodes 3 \
+        rosrun trifinger_controllers optimize --controller "$c" "${TASK[@]}" --iterations 50 --episodes 3 \
           --seconds 15 --seed 1000 --parameters "${PARAMS[$c]}" --quiet \
-          --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3.json"
+          --out "$PKG/config/bo_${c}_l${LEVEL}.yaml" --json "$PKG/results/bo_${c}_l${LEVEL}.json"
       fi
-      rosrun trifinger_controllers bo-validate --bo "$PKG/results/bo_${c}_l3.json" --top 5 --episodes 5 \
-        --seed 1001 --quiet --out "$PKG/config/bo_${c}_l3.yaml" --json "$PKG/results/bo_${c}_l3_validation.json"
-      rosrun trifinger_controllers evaluate --controller "$c" --grasp "${GRASP[$c]}" --level 3 \
-        --trials 20 --seed 2019 --params "$PKG/config/bo_${c}_l3.yaml" --quiet \
-        --json "$PKG/results/bo_${c}_l3_eval.json"
+      rosrun trifinger_controllers bo-validate --bo "$PKG/results/bo_${c}_l${LEVEL}.json" --top 5 --episodes 5 \
+        --seed 1001 --quiet --out "$PKG/config/bo_${c}_l${LEVEL}.yaml" \
+        --json "$PKG/results/bo_${c}_l${LEVEL}_validation.json"
+      rosrun trifinger_controllers evaluate --controller "$c" --grasp "${GRASP[$c]}" "${TASK[@]}" \
+        --trials 20 --seed 2019 --params "$PKG/config/bo_${c}_l${LEVEL}.yaml" --quiet \
+        --json "$PKG/results/bo_${c}_l${LEVEL}_eval.json"
     done ;;
   rpl)
     for c in ${2:-mp cpc cic}; do

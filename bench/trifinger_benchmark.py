@@ -111,11 +111,15 @@ def main() -> None:
                         help="what to run (default all)")
     parser.add_argument("--controllers", nargs="+", choices=CONTROLLERS, default=list(CONTROLLERS),
                         help="controllers to run (default all; mix and match: their rows)")
+    parser.add_argument("--grasps", nargs="+", choices=MIX_GRASPS, default=None,
+                        help="grasps to run (default all): the pairings with them, their mix-and-match "
+                             "cells (e.g. the CG cells after a change to the CG grasp)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the rows of --out that this run does not produce")
     add_arguments(parser)
     args = parser.parse_args()
-    pairings = tuple((name, grasp) for name, grasp in PAIRINGS if name in args.controllers)
+    grasps = tuple(args.grasps or MIX_GRASPS)
+    pairings = tuple((name, grasp) for name, grasp in PAIRINGS if name in args.controllers and grasp in grasps)
     options = from_arguments(args)
     results: dict = {"benchmark": "trifinger_controllers", "label": "simulation",
                      "seconds_per_episode": args.seconds, "mix_seconds_per_episode": args.mix_seconds,
@@ -142,7 +146,7 @@ def main() -> None:
     if "mix" in args.parts:
         for error in args.mix_errors:
             for name in args.controllers:
-                for grasp in MIX_GRASPS:
+                for grasp in (g for g in MIX_GRASPS if g in grasps):
                     results["mix_and_match"].append(
                         run(name, grasp, 4, args.mix_trials, args.seed, args.mix_seconds, options, error))
                     print(f"[{error:g} deg] " + row(results["mix_and_match"][-1]), flush=True)
@@ -177,7 +181,8 @@ def run_record(args: argparse.Namespace) -> dict:
                                 cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = None
-    return {"parts": list(args.parts), "controllers": list(args.controllers), "trials": args.trials,
+    return {"parts": list(args.parts), "controllers": list(args.controllers),
+            "grasps": list(args.grasps or MIX_GRASPS), "trials": args.trials,
             "mix_trials": args.mix_trials, "mix_errors": list(args.mix_errors),
             "large_errors": list(args.large_errors), "seed": args.seed, "commit": commit,
             "date": time.strftime("%Y-%m-%d")}

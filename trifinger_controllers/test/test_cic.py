@@ -1,6 +1,7 @@
 """CIC (paper 004 §IV-C): the tau_1..tau_4 terms in the quasi-static model, the parameter set,
 and a short simulated episode in which CIC-CG grasps and lifts the cube (simulation)."""
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from trifinger_controllers.controllers.cic import (
     without_windup,
     wrench_forces,
 )
+from trifinger_controllers.controllers.grasp_phases import grasp_selection
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.types import TORQUE_LIMIT, CubePose
@@ -190,6 +192,40 @@ def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
             seen = controller.seen_position(snapped, then)
             np.testing.assert_allclose(then[2] - seen[2], expected, atol=1e-12)
             assert step[0] < 0 and (step[2] > 0) == (expected > 0), step
+
+
+@pytest.mark.parametrize("position, orientation, goal_position", [
+    # seed 7, trials 5 and 13 (goals 13.8 cm out): the least-torque assignment sent a finger
+    # across the cube to a face looking away from it; its lower link came to rest on the cube's
+    # top edge 2.7 cm above the contact, and CLOSE threw the cube (trial 5) or carried it on
+    # that link until it fell (trial 13)
+    ((0.0244, -0.0357, 0.0325), (-0.3744, -0.5999, 0.5999, 0.3744), (-0.0118, -0.1371, 0.0881)),
+    ((-0.0274, -0.01675, 0.0325), (0.67829, -0.19981, 0.19981, -0.67829), (0.13831, -0.0058, 0.04847)),
+])
+def test_cg_grasp_keeps_the_lower_links_out_of_the_cube(position, orientation, goal_position):
+    """CIC's CG grasp for a far goal has no finger whose lower link (knee to tip, at the grasp's
+    IK configuration) passes through the cube, where it is or at the goal, although such
+    assignments are reachable by IK; and it holds the cube at the goal within the torque margin
+    (trial 5: the non-crossing assignments of the face sets towards the goal need 0.415 N m, over
+    the limit; one pulling the cube there needs 0.253 N m)."""
+    quaternion = np.array(orientation) / np.linalg.norm(orientation)
+    pose = CubePose(np.array(position), quaternion)
+    goal = CubePose(np.array(goal_position), np.array([0.0, 0.0, 0.0, 1.0]))
+    crossing = [g for g in grasps._center_of_three_candidates(pose)
+                if np.max(grasps.ik_residual(g, pose, KIN)) <= grasps.IK_TOLERANCE
+                and np.any(grasps.lower_links_in_cube(g, pose, KIN))]
+    assert crossing  # the check has something to reject here
+    grasp = grasp_selection("cic", "cg", 3)(SimpleNamespace(cube=pose, goal=goal), KIN)
+    assert grasp.name == "cg"
+    for at in (pose, CubePose(goal.position, quaternion)):
+        assert not np.any(grasps.lower_links_in_cube(grasp, at, KIN)), at
+    torque = grasps.holding_torque(grasp, CubePose(goal.position, quaternion), KIN)
+    assert torque <= grasps.HOLDING_MARGIN * TORQUE_LIMIT, torque
+    # the segment test: through the cube, over its top, along a face (touching counts)
+    h = grasps.HALF_WIDTH
+    assert grasps.segment_enters_box(np.array([0.05, 0.0, 0.0]), np.array([-0.1, 0.01, 0.02]))
+    assert not grasps.segment_enters_box(np.array([0.05, 0.0, h + 0.001]), np.array([-0.1, 0.0, h + 0.02]))
+    assert grasps.segment_enters_box(np.array([h, 0.05, 0.0]), np.array([h, -0.05, 0.0]))
 
 
 def test_anti_windup_directions():

@@ -39,7 +39,7 @@ from scipy.optimize import linprog
 from trifinger_controllers import cube
 from trifinger_controllers.errors import TrifingerError
 from trifinger_controllers.kinematics import FingerKinematics
-from trifinger_controllers.types import CUBE_MASS, N_FINGERS, CubePose, Observation
+from trifinger_controllers.types import CUBE_MASS, N_FINGERS, TORQUE_LIMIT, CubePose, Observation
 
 HALF_WIDTH = cube.HALF_WIDTH
 #: Distance [m] of the fingertip frame from a face it touches: robot_properties_fingers'
@@ -65,6 +65,11 @@ HOLDING_SQUEEZE = 1.0
 #: CG chooses by :func:`holding_torque` for goals this far [m] above the floor (the cube is
 #: carried); goals on the floor (level 1, sliding) keep the paper's rule.
 CARRY_HEIGHT = 0.01
+#: CG's carried grasps should hold the nominal cube with at most this fraction of TORQUE_LIMIT
+#: (:func:`holding_torque`): the randomised cube is up to 1.3 x heavier and 0.7 x as slippery,
+#: and the controller needs the rest to carry and squeeze it. A compromise, not a bound: with 1.3 x
+#: the weight and 1/0.7 x the squeeze, CG grasps at level 3 need 0 to 0.12 N m more (0.08 left here).
+HOLDING_MARGIN = 0.8
 
 
 class GraspError(TrifingerError):
@@ -305,6 +310,34 @@ def grasp_cost(grasp: Grasp, pose: CubePose, kinematics: Optional[FingerKinemati
     return cost
 
 
+def segment_enters_box(start: np.ndarray, end: np.ndarray, half_width: float = HALF_WIDTH) -> bool:
+    """True if the segment from ``start`` to ``end`` (cube frame) meets the cube
+    ``|x|, |y|, |z| <= half_width`` (slab test)."""
+    low, high = 0.0, 1.0
+    for a, d in zip(start, np.asarray(end, dtype=float) - start):
+        if abs(d) < 1e-12:
+            if abs(a) > half_width:
+                return False
+            continue
+        t1, t2 = (-half_width - a) / d, (half_width - a) / d
+        low, high = max(low, min(t1, t2)), min(high, max(t1, t2))
+        if low > high:
+            return False
+    return True
+
+
+def lower_links_in_cube(grasp: Grasp, pose: CubePose, kinematics: FingerKinematics) -> np.ndarray:
+    """(3,) bool: finger i's lower link (the segment from its knee to its tip) passes through
+    the cube at ``pose`` in the grasp's IK configuration (tips touching the contacts). IK knows
+    no collisions: a finger reaching across the cube to a face that looks away from it gets such
+    a configuration, which the real link cannot take (it rests on the cube's top edge, its tip
+    above the contact)."""
+    q = kinematics.inverse_kinematics(grasp.tip_targets(pose))
+    tips = cube.to_cube_frame(pose, kinematics.tip_positions(q))
+    knees = cube.to_cube_frame(pose, kinematics.knee_positions(q))
+    return np.array([segment_enters_box(tip, knee) for tip, knee in zip(tips, knees)])
+
+
 def holding_torque(grasp: Grasp, pose: CubePose, kinematics: FingerKinematics,
                    squeeze: float = HOLDING_SQUEEZE) -> float:
     """Largest joint torque [N m] of holding the cube statically with ``grasp`` at ``pose``:
@@ -394,11 +427,12 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
     finger, so the others can push the cube there: the paper's face closest to the goal without
     the kinematics; with them, of the faces towards the goal and their finger assignments the one
     needing the least torque to hold the cube at a goal above the floor (:func:`holding_torque`;
-    without a goal: the face that is hardest for the fingers to reach). Level 4: two fingers on the
-    pair of opposite faces whose axis is closest to the rotation from the cube's to the goal's
-    orientation, the third on the face at which an upward force turns the cube about that axis in
-    the right sense. Fingers are
-    assigned by :func:`assign_fingers`; GraspError if no assignment is reachable."""
+    the other face sets if none of those holds it within :data:`HOLDING_MARGIN` without a lower
+    link through the cube; without a goal: the face that is hardest for the fingers to reach).
+    Level 4: two fingers on the pair of opposite faces whose axis is closest to the rotation from
+    the cube's to the goal's orientation, the third on the face at which an upward force turns the
+    cube about that axis in the right sense. Fingers are assigned by :func:`assign_fingers`;
+    GraspError if no assignment is reachable."""
     faces = vertical_faces(cube_pose)
     normals_world = cube.rotate(cube_pose.orientation, cube.FACE_NORMALS)
     if level == 4 and goal is not None:
@@ -420,8 +454,10 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
             towards = np.zeros(3)
         if np.linalg.norm(towards) > 1e-3:
             if kinematics is not None and goal.position[2] > HALF_WIDTH + CARRY_HEIGHT:
-                return _least_torque_assignments(_faces_towards(cube_pose, towards), cube_pose, goal,
-                                                 kinematics, level)
+                preferred = _faces_towards(cube_pose, towards)
+                others = [[f for f in faces if f != free] for free in faces]
+                others = [fs for fs in others if fs not in preferred]
+                return _least_torque_assignments(preferred, cube_pose, goal, kinematics, level, others)
             free = max(faces, key=lambda f: float(normals_world[f] @ towards))
             chosen = [f for f in faces if f != free]
         else:  # no horizontal motion needed: leave free the face that suits the fingers least
@@ -438,29 +474,39 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
 
 
 def _least_torque_assignments(face_sets: Sequence[Sequence[int]], pose: CubePose, goal: CubePose,
-                              kinematics: FingerKinematics, level: int) -> Grasp:
+                              kinematics: FingerKinematics, level: int,
+                              fallback_sets: Sequence[Sequence[int]] = ()) -> Grasp:
     """CG on one of ``face_sets`` (each three vertical faces) with the reachable finger
     assignment that needs the least :func:`holding_torque` at the goal (ties: the lower side
     cost); GraspError if none is reachable. An addition to §IV-C: with the paper's choice (face
     nearest the goal free, first reachable assignment) far goals left a finger at its torque or
-    joint limit and the cube dropped (level 3), or the fingers saturated at the goal (level 4)."""
+    joint limit and the cube dropped (level 3), or the fingers saturated at the goal (level 4).
+    Ranked by: lower link through the cube (:func:`lower_links_in_cube`, now or at the goal:
+    the IK ignores collisions, the link rests on the cube's top edge and CLOSE throws the cube);
+    holding torque over :data:`HOLDING_MARGIN` x TORQUE_LIMIT; a set of ``fallback_sets`` rather
+    than of ``face_sets``; holding torque; side cost. So a fallback set (e.g. one pulling the cube
+    towards the goal) is used only if every preferred assignment crosses or lacks the margin."""
     goal_pose = _goal_pose(pose, goal, level)
-    best: Optional[Tuple[float, float, Grasp]] = None
-    for faces in face_sets:
-        contacts = [face_point(f) for f in faces]
-        for order in itertools.permutations(range(N_FINGERS)):
-            grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
-                          np.array([contacts[o][1] for o in order]))
-            # reachable at the goal (holding_torque's IK) and where the cube is now
-            torque = holding_torque(grasp, goal_pose, kinematics)
-            if not np.isfinite(torque) or np.max(ik_residual(grasp, pose, kinematics)) > IK_TOLERANCE:
-                continue
-            key = (torque, grasp_cost(grasp, pose, None, (goal_pose,)))
-            if best is None or key < best[:2]:
-                best = (key[0], key[1], grasp)
+    best: Optional[Tuple[Tuple[bool, bool, bool, float, float], Grasp]] = None
+    for fallback, sets in ((False, face_sets), (True, fallback_sets)):
+        for faces in sets:
+            contacts = [face_point(f) for f in faces]
+            for order in itertools.permutations(range(N_FINGERS)):
+                grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
+                              np.array([contacts[o][1] for o in order]))
+                # reachable at the goal (holding_torque's IK) and where the cube is now
+                torque = holding_torque(grasp, goal_pose, kinematics)
+                if not np.isfinite(torque) or np.max(ik_residual(grasp, pose, kinematics)) > IK_TOLERANCE:
+                    continue
+                crossing = bool(np.any(lower_links_in_cube(grasp, pose, kinematics))
+                                or np.any(lower_links_in_cube(grasp, goal_pose, kinematics)))
+                key = (crossing, torque > HOLDING_MARGIN * TORQUE_LIMIT, fallback, torque,
+                       grasp_cost(grasp, pose, None, (goal_pose,)))
+                if best is None or key < best[0]:
+                    best = (key, grasp)
     if best is None:
         raise GraspError("no reachable centre-of-three grasp for this cube pose")
-    return best[2]
+    return best[1]
 
 
 def _faces_towards(pose: CubePose, towards: np.ndarray) -> List[List[int]]:

@@ -29,6 +29,8 @@ from trifinger_controllers.types import JOINT_LOWER, JOINT_UPPER, N_FINGERS, N_J
 URDF_PATH = pathlib.Path(robot_properties_fingers.__file__).parent / "urdf" / "pro" / "trifingerpro.urdf"
 #: Fingertip frames, one per finger (as SimFinger.tip_link_names).
 TIP_FRAMES = ("finger_tip_link_0", "finger_tip_link_120", "finger_tip_link_240")
+#: The lower links' frames, at the knee joints (the lower link runs from there to the tip).
+KNEE_FRAMES = ("finger_lower_link_0", "finger_lower_link_120", "finger_lower_link_240")
 #: Joint names in the robot's order (the URDF names of SimFinger's joints).
 JOINT_NAMES = tuple(
     f"finger_{part}_joint_{angle}"
@@ -59,6 +61,7 @@ class FingerKinematics:
         if order != list(range(N_JOINTS)):
             raise ValueError(f"{path}: unexpected joint order {order}")
         self.tip_frame_ids = [self.model.getFrameId(name) for name in TIP_FRAMES]
+        self.knee_frame_ids = [self.model.getFrameId(name) for name in KNEE_FRAMES]
         self._q_cached: Optional[np.ndarray] = None
 
     def workspace_copy(self) -> FingerKinematics:
@@ -87,6 +90,13 @@ class FingerKinematics:
         self._update(q)
         oMf = self.data.oMf
         return np.array([oMf[i].translation for i in self.tip_frame_ids])
+
+    def knee_positions(self, q: np.ndarray) -> np.ndarray:
+        """(3, 3) knee (middle-to-lower joint) positions in the world frame, row i = finger i:
+        with :meth:`tip_positions`, the ends of the lower links."""
+        self._update(q)
+        oMf = self.data.oMf
+        return np.array([oMf[i].translation for i in self.knee_frame_ids])
 
     def tip_jacobians(self, q: np.ndarray) -> np.ndarray:
         """(3, 3, 3): ``J[i] = d tip_i / d q_i`` (world-aligned linear velocity rows over finger

@@ -51,6 +51,12 @@ def test_bo_table_pairs_manual_and_tuned_rows_on_the_same_trials():
         bo_table(manual, [result("cpc", "tg", seed=1)])
     with pytest.raises(ValueError, match="no manual result"):
         bo_table(manual, [result("cic", "cg")])
+    # level 4: paired with the manual level-4 row of the same initial error, orientation shown
+    level4 = [result("cpc", "tg", level=4, error=10.0, r=-700.0)]
+    table = bo_table(manual + level4, [result("cpc", "tg", level=4, error=10.0, r=-310.0)]).splitlines()
+    assert table[2].startswith("| CPC-TG | 4 (10°) | -700 ± 0 |") and "| 12.0 ± 0.1 |" in table[3]
+    with pytest.raises(ValueError, match="no manual result for CPC-TG at level 4"):
+        bo_table(manual, [result("cpc", "tg", level=4, error=25.0)])
 
 
 def test_level_table_shows_true_and_tracked_errors():

@@ -95,23 +95,28 @@ def mix_and_match_table(results: Sequence[dict]) -> str:
 
 def bo_rows(manual: Sequence[dict], tuned: Sequence[dict]) -> List[dict]:
     """The figures of :func:`bo_table`: per tuned result its manual row, then its BO row
-    (``bo``), each with ``cumulative_reward``, ``position_error_cm`` and
-    ``tracked_position_error_cm`` (``mean``, ``std``: over the trials without a drop),
+    (``bo``) of the same level and initial orientation error, each with ``cumulative_reward``,
+    ``position_error_cm``, ``orientation_error`` and ``tracked_position_error_cm`` (``mean``,
+    ``std``: over the trials without a drop),
     ``drop_rate`` and ``cumulative_reward_all`` (over all trials)."""
-    by_policy = {(r["controller"], r["grasp"]): r for r in manual}
+    def task(r: dict) -> tuple:
+        return r["controller"], r["grasp"], r["level"], r.get("orientation_error_deg")
+    by_task = {task(r): r for r in manual}
     rows = []
     for bo in tuned:
-        base = by_policy.get((bo["controller"], bo["grasp"]))
+        base = by_task.get(task(bo))
         if base is None:
-            raise ValueError(f"no manual result for {_name(bo)}")
-        same = ("level", "seed", "seconds", "perception", "physics")
+            raise ValueError(f"no manual result for {_name(bo)} at level {bo['level']}")
+        same = ("seed", "seconds", "perception", "physics")
         if any(base.get(k) != bo.get(k) for k in same) or len(base["trials"]) != len(bo["trials"]):
             raise ValueError(f"{_name(bo)}: the manual and BO results are not the same trials")
         for r, tuned_row in ((base, False), (bo, True)):
             rows.append({"policy": _name(r) + (" w BO" if tuned_row else ""), "controller": r["controller"],
-                         "grasp": r["grasp"], "bo": tuned_row,
+                         "grasp": r["grasp"], "bo": tuned_row, "level": r["level"],
+                         "orientation_error_deg": r.get("orientation_error_deg"),
                          "cumulative_reward": _kept(r, "cumulative_reward"),
                          "position_error_cm": _kept(r, "position_error_cm"),
+                         "orientation_error": _kept(r, "orientation_error_deg"),
                          "tracked_position_error_cm": _kept(r, "tracked_position_error_cm"),
                          "drop_rate": r["drop_rate"],
                          "cumulative_reward_all": r["mean_all"]["cumulative_reward"]})
@@ -123,12 +128,15 @@ def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
     e.g. the benchmark's ``level3`` list) and with its BO parameters (``tuned``: ``evaluate
     --params`` results of the same level, seed and trials); R over the trials without a drop
     (the paper's convention) and over all."""
-    head = ["Control policy", "R (mean ± std)", "Pos. err. [cm]", "Pos. err. tracked [cm]", "Drop [%]",
-            "R over all trials"]
+    head = ["Control policy", "Level", "R (mean ± std)", "Pos. err. [cm]", "Ori. err. [deg]",
+            "Pos. err. tracked [cm]", "Drop [%]", "R over all trials"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in bo_rows(manual, tuned):
+        level = f"{r['level']}" + (f" ({r['orientation_error_deg']:g}°)" if r["orientation_error_deg"] else "")
+        orientation = _pm_figure(r["orientation_error"], 1) if r["level"] == 4 else "–"
         lines.append("| " + " | ".join([
-            r["policy"], _pm_figure(r["cumulative_reward"], 0), _pm_figure(r["position_error_cm"], 3),
+            r["policy"], level, _pm_figure(r["cumulative_reward"], 0), _pm_figure(r["position_error_cm"], 3),
+            orientation,
             _pm_figure(r["tracked_position_error_cm"], 3), f"{100.0 * r['drop_rate']:.0f}",
             f"{r['cumulative_reward_all']:.0f}"]) + " |")
     return "\n".join(lines)

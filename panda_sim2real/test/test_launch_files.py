@@ -62,6 +62,8 @@ def test_the_pair_runner_gets_its_generator_settings_limits_and_work_cycle_as_ma
     assert settings == GeneratorSettings.from_yaml(DEFAULT_SETTINGS_FILE)
     same_limits(JointLimits.from_dict(mapping(params, "/pair_runner/limits"), "test"),
                 JointLimits.from_yaml(DEFAULT_LIMITS_FILE))
+    assert not any(k.startswith("/pair_runner/work_cycle") for k in params)   # random moves: unused
+    params = dump_params("pair_runner.launch", "bag:=/tmp/pairs.bag", "kinds:=task")
     cycle = WorkCycleSettings.from_dict(mapping(params, "/pair_runner/work_cycle"), "test")
     assert cycle.cycle == WorkCycleSettings.from_yaml(DEFAULT_WORK_CYCLE_FILE).cycle
 

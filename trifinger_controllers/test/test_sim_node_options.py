@@ -52,6 +52,8 @@ def test_the_launch_files_models_are_the_named_ones(params, args, camera, physic
 
 def test_defaults_names_and_deprecated_paths(params):
     assert _sim_options().describe() == SimOptions.named().describe()
+    params.update({"~camera": "", "~physics": ""})       # empty launch arguments: the defaults
+    assert _sim_options().describe() == SimOptions.named().describe() and params.warnings == []
     params.update({"~camera": str(PERCEPTION_FILE), "~physics": "nominal"})
     assert _sim_options().describe() == SimOptions.named("tracker", "nominal").describe()
     assert len(params.warnings) == 1 and "deprecated" in params.warnings[0] \

@@ -431,8 +431,10 @@ def center_of_three_grasp(cube_pose: CubePose, goal: Optional[CubePose] = None,
     link through the cube; without a goal: the face that is hardest for the fingers to reach).
     Level 4: two fingers on the pair of opposite faces whose axis is closest to the rotation from
     the cube's to the goal's orientation, the third on the face at which an upward force turns the
-    cube about that axis in the right sense. Fingers are assigned by :func:`assign_fingers`;
-    GraspError if no assignment is reachable."""
+    cube about that axis in the right sense (with the kinematics, its assignments ranked as above,
+    without other face sets). Fingers are assigned by :func:`assign_fingers`; GraspError if no
+    assignment is reachable. Goals on the floor keep the paper's rule and have no link check; the
+    link check tests the link's centreline, not its thickness."""
     faces = vertical_faces(cube_pose)
     normals_world = cube.rotate(cube_pose.orientation, cube.FACE_NORMALS)
     if level == 4 and goal is not None:

@@ -74,6 +74,7 @@ def _sim_options() -> SimOptions:
     for name, default, names in (("~camera", DEFAULT_CAMERA, CAMERA_NAMES),
                                  ("~physics", DEFAULT_PHYSICS, PHYSICS_NAMES)):
         value = rospy.get_param(name, default)
+        value = default if value == "" else value          # an empty launch argument: the default
         resolved = rospy.resolve_name(name)
         if not isinstance(value, (str, dict)):
             raise ConfigurationError(f"{resolved} must be one of {list(names)} or a YAML mapping, "

@@ -96,11 +96,11 @@ def mix_and_match_table(results: Sequence[dict]) -> str:
 def bo_rows(manual: Sequence[dict], tuned: Sequence[dict]) -> List[dict]:
     """The figures of :func:`bo_table`: per tuned result its manual row, then its BO row
     (``bo``) of the same level and initial orientation error, each with ``cumulative_reward``,
-    ``position_error_cm``, ``orientation_error`` and ``tracked_position_error_cm`` (``mean``,
+    ``position_error_cm``, ``orientation_error_deg`` and ``tracked_position_error_cm`` (``mean``,
     ``std``: over the trials without a drop),
     ``drop_rate`` and ``cumulative_reward_all`` (over all trials)."""
     def task(r: dict) -> tuple:
-        return r["controller"], r["grasp"], r["level"], r.get("orientation_error_deg")
+        return r["controller"], r["grasp"], r["level"], r.get("orientation_error_deg")   # the initial error
     by_task = {task(r): r for r in manual}
     rows = []
     for bo in tuned:
@@ -113,10 +113,10 @@ def bo_rows(manual: Sequence[dict], tuned: Sequence[dict]) -> List[dict]:
         for r, tuned_row in ((base, False), (bo, True)):
             rows.append({"policy": _name(r) + (" w BO" if tuned_row else ""), "controller": r["controller"],
                          "grasp": r["grasp"], "bo": tuned_row, "level": r["level"],
-                         "orientation_error_deg": r.get("orientation_error_deg"),
+                         "init_orientation_error_deg": r.get("orientation_error_deg"),
                          "cumulative_reward": _kept(r, "cumulative_reward"),
                          "position_error_cm": _kept(r, "position_error_cm"),
-                         "orientation_error": _kept(r, "orientation_error_deg"),
+                         "orientation_error_deg": _kept(r, "orientation_error_deg"),
                          "tracked_position_error_cm": _kept(r, "tracked_position_error_cm"),
                          "drop_rate": r["drop_rate"],
                          "cumulative_reward_all": r["mean_all"]["cumulative_reward"]})
@@ -132,8 +132,9 @@ def bo_table(manual: Sequence[dict], tuned: Sequence[dict]) -> str:
             "Pos. err. tracked [cm]", "Drop [%]", "R over all trials"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in bo_rows(manual, tuned):
-        level = f"{r['level']}" + (f" ({r['orientation_error_deg']:g}°)" if r["orientation_error_deg"] else "")
-        orientation = _pm_figure(r["orientation_error"], 1) if r["level"] == 4 else "–"
+        error = r["init_orientation_error_deg"]
+        level = f"{r['level']}" + (f" ({error:g}°)" if error else "")
+        orientation = _pm_figure(r["orientation_error_deg"], 1) if r["level"] == 4 else "–"
         lines.append("| " + " | ".join([
             r["policy"], level, _pm_figure(r["cumulative_reward"], 0), _pm_figure(r["position_error_cm"], 3),
             orientation,

@@ -118,8 +118,9 @@ def main() -> None:
                         help="keep the rows of --out that this run does not produce")
     add_arguments(parser)
     args = parser.parse_args()
-    grasps = tuple(args.grasps or MIX_GRASPS)
-    pairings = tuple((name, grasp) for name, grasp in PAIRINGS if name in args.controllers and grasp in grasps)
+    args.grasps = list(args.grasps or MIX_GRASPS)
+    pairings = tuple((name, grasp) for name, grasp in PAIRINGS
+                     if name in args.controllers and grasp in args.grasps)
     options = from_arguments(args)
     results: dict = {"benchmark": "trifinger_controllers", "label": "simulation",
                      "seconds_per_episode": args.seconds, "mix_seconds_per_episode": args.mix_seconds,
@@ -146,7 +147,7 @@ def main() -> None:
     if "mix" in args.parts:
         for error in args.mix_errors:
             for name in args.controllers:
-                for grasp in (g for g in MIX_GRASPS if g in grasps):
+                for grasp in (g for g in MIX_GRASPS if g in args.grasps):
                     results["mix_and_match"].append(
                         run(name, grasp, 4, args.mix_trials, args.seed, args.mix_seconds, options, error))
                     print(f"[{error:g} deg] " + row(results["mix_and_match"][-1]), flush=True)
@@ -182,7 +183,7 @@ def run_record(args: argparse.Namespace) -> dict:
     except (OSError, subprocess.CalledProcessError):
         commit = None
     return {"parts": list(args.parts), "controllers": list(args.controllers),
-            "grasps": list(args.grasps or MIX_GRASPS), "trials": args.trials,
+            "grasps": args.grasps, "trials": args.trials,
             "mix_trials": args.mix_trials, "mix_errors": list(args.mix_errors),
             "large_errors": list(args.large_errors), "seed": args.seed, "commit": commit,
             "date": time.strftime("%Y-%m-%d")}

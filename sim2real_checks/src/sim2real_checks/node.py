@@ -54,7 +54,13 @@ def mapping_param(name: str, from_mapping: Callable[[Any, str], ConfigT],
     if value is None or value == "":
         return from_file(None)
     if isinstance(value, str):
-        rospy.logwarn(f"{rospy.resolve_name(name)}: a file path is deprecated; load the YAML onto the "
-                      f"parameter server in the launch file (<rosparam file=\"{value}\" ns=\"{name.lstrip('~')}\"/>)")
+        warn_deprecated_path(name, value)
         return from_file(value)
     return from_mapping(value, f"parameter {rospy.resolve_name(name)}")
+
+
+def warn_deprecated_path(name: str, path: str) -> None:
+    """The warning of a configuration parameter given as a file path (the old way, kept for one
+    release): load the YAML in the launch file instead."""
+    rospy.logwarn(f"{rospy.resolve_name(name)}: a file path is deprecated; load the YAML onto the "
+                  f"parameter server in the launch file (<rosparam file=\"{path}\" ns=\"{name.lstrip('~')}\"/>)")

@@ -326,27 +326,29 @@ def segment_enters_box(start: np.ndarray, end: np.ndarray, half_width: float = H
     return True
 
 
-def lower_links_in_cube(grasp: Grasp, pose: CubePose, kinematics: FingerKinematics) -> np.ndarray:
+def lower_links_in_cube(grasp: Grasp, pose: CubePose, kinematics: FingerKinematics,
+                        q: Optional[np.ndarray] = None) -> np.ndarray:
     """(3,) bool: finger i's lower link (the segment from its knee to its tip) passes through
-    the cube at ``pose`` in the grasp's IK configuration (tips touching the contacts). IK knows
-    no collisions: a finger reaching across the cube to a face that looks away from it gets such
-    a configuration, which the real link cannot take (it rests on the cube's top edge, its tip
-    above the contact)."""
-    q = kinematics.inverse_kinematics(grasp.tip_targets(pose))
+    the cube at ``pose`` in the grasp's IK configuration ``q`` (tips touching the contacts; None:
+    solved here). IK knows no collisions: a finger reaching across the cube to a face that looks
+    away from it gets such a configuration, which the real link cannot take (it rests on the
+    cube's top edge, its tip above the contact)."""
+    q = kinematics.inverse_kinematics(grasp.tip_targets(pose)) if q is None else q
     tips = cube.to_cube_frame(pose, kinematics.tip_positions(q))
     knees = cube.to_cube_frame(pose, kinematics.knee_positions(q))
     return np.array([segment_enters_box(tip, knee) for tip, knee in zip(tips, knees)])
 
 
 def holding_torque(grasp: Grasp, pose: CubePose, kinematics: FingerKinematics,
-                   squeeze: float = HOLDING_SQUEEZE) -> float:
+                   squeeze: float = HOLDING_SQUEEZE, q: Optional[np.ndarray] = None) -> float:
     """Largest joint torque [N m] of holding the cube statically with ``grasp`` at ``pose``:
     ``max |g(q) + J^T F|`` at the IK configuration, each tip pressing ``squeeze`` along its inward
     normal and carrying a third of the cube's weight (inf if unreachable). A grasp whose holding
     torque is near the robot's 0.397 N m has nothing left to correct with: measured with CG at
-    far goals (level 3), those dropped the cube while the alternatives held it."""
+    far goals (level 3), those dropped the cube while the alternatives held it. ``q``: the IK
+    configuration if already solved."""
     targets = grasp.tip_targets(pose)
-    q = kinematics.inverse_kinematics(targets)
+    q = kinematics.inverse_kinematics(targets) if q is None else q
     if np.max(np.linalg.norm(kinematics.tip_positions(q) - targets, axis=1)) > IK_TOLERANCE:
         return float("inf")
     _, normals = grasp.in_world(pose)
@@ -496,12 +498,17 @@ def _least_torque_assignments(face_sets: Sequence[Sequence[int]], pose: CubePose
             for order in itertools.permutations(range(N_FINGERS)):
                 grasp = Grasp("cg", np.array([contacts[o][0] for o in order]),
                               np.array([contacts[o][1] for o in order]))
-                # reachable at the goal (holding_torque's IK) and where the cube is now
-                torque = holding_torque(grasp, goal_pose, kinematics)
-                if not np.isfinite(torque) or np.max(ik_residual(grasp, pose, kinematics)) > IK_TOLERANCE:
+                # reachable at the goal (holding_torque's check) and where the cube is now; one IK
+                # solve per pose serves the torque, the reach and the link checks
+                at_goal = kinematics.inverse_kinematics(grasp.tip_targets(goal_pose))
+                torque = holding_torque(grasp, goal_pose, kinematics, q=at_goal)
+                targets = grasp.tip_targets(pose)
+                now = kinematics.inverse_kinematics(targets)
+                if not np.isfinite(torque) or np.max(np.linalg.norm(
+                        kinematics.tip_positions(now) - targets, axis=1)) > IK_TOLERANCE:
                     continue
-                crossing = bool(np.any(lower_links_in_cube(grasp, pose, kinematics))
-                                or np.any(lower_links_in_cube(grasp, goal_pose, kinematics)))
+                crossing = bool(np.any(lower_links_in_cube(grasp, pose, kinematics, now))
+                                or np.any(lower_links_in_cube(grasp, goal_pose, kinematics, at_goal)))
                 key = (crossing, torque > HOLDING_MARGIN * TORQUE_LIMIT, fallback, torque,
                        grasp_cost(grasp, pose, None, (goal_pose,)))
                 if best is None or key < best[0]:

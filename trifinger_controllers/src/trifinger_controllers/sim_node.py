@@ -23,7 +23,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from sim2real_checks.diagnostics import node_guard
 from sim2real_checks.errors import Rejected
-from sim2real_checks.node import run_node
+from sim2real_checks.node import run_node, warn_deprecated_path
 from sim2real_checks.params import flag_param, integer_param, number_param
 from std_msgs.msg import String
 
@@ -80,8 +80,7 @@ def _sim_options() -> SimOptions:
             raise ConfigurationError(f"{resolved} must be one of {list(names)} or a YAML mapping, "
                                      f"got {value!r}")
         if isinstance(value, str) and value not in names:
-            rospy.logwarn(f"{resolved}: a file path is deprecated; load the YAML onto the parameter "
-                          f"server in the launch file (<rosparam file=\"{value}\" ns=\"{name[1:]}\"/>)")
+            warn_deprecated_path(name, value)
         values.append(value)
         sources.append(f"parameter {resolved}")
     try:

@@ -87,7 +87,13 @@ def test_pose_scalar_and_finite_checks():
     pose = PoseStamped()
     pose.pose.orientation.w = 1.02
     assert check_pose(pose, 1.0).quaternion_xyzw[3] == pytest.approx(1.0)
-    pose.pose.position.x = 2.0
+    # a corner of the box inscribed in the workspace sphere passes whatever the rounding of the
+    # norm (NumPy 2.4 gives 0.5196152422706632 for (0.3, -0.3, 0.3), sqrt(3) * 0.3 is ...631)
+    pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = 0.3, -0.3, 0.3
+    assert check_pose(pose, 0.3 * math.sqrt(3.0)).position[0] == 0.3
+    with pytest.raises(Rejected, match="farther"):
+        check_pose(pose, 0.3 * math.sqrt(3.0) - 1e-6)
+    pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = 2.0, 0.0, 0.0
     with pytest.raises(Rejected, match="farther"):
         check_pose(pose, 1.0)
     pose.pose.position.x, pose.pose.orientation.w = 0.0, 0.0

@@ -221,7 +221,7 @@ def test_a_lost_connection_is_reported_and_recover_resumes():
         bridge.on_error = errors.append
         proc.send_signal(signal.SIGUSR1)                     # the robot drops the connection
         deadline = time.monotonic() + 10
-        while bridge.error is None and time.monotonic() < deadline:
+        while not errors and time.monotonic() < deadline:   # on_error follows bridge.error
             time.sleep(0.05)
         assert bridge.error and errors == [bridge.error]
         assert "Exception" in bridge.error

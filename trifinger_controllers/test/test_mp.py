@@ -1,5 +1,6 @@
 """The grasp and motion planning controller MP (paper 004 §IV-A), controllers/mp.py."""
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -7,11 +8,14 @@ from regrasp_episode import knocked_episode, selection_threads
 
 from trifinger_controllers import evaluation, grasps, task
 from trifinger_controllers.controllers.mp import (
+    DROP_DISTANCE,
+    DROP_TIME,
     MP_PARAMETERS,
     PLAN_LATENCY,
     JointTrajectory,
     MotionPlanningController,
     Phase,
+    TipHistory,
 )
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
@@ -95,6 +99,75 @@ def test_bad_input(kin):
         MotionPlanningController("pg", params=ParameterSet("other", []), kinematics=kin)
     with pytest.raises(ValueError, match="outside"):
         MP_PARAMETERS.replace(path_speed=5.0)
+
+
+def test_tip_history():
+    history = TipHistory(horizon=0.5)
+    with pytest.raises(LookupError):
+        history.at(0.0)
+    for k in range(11):
+        history.add(0.1 * k, np.full(3, float(k)))
+    assert history.at(0.75)[0] == 7.0 and history.at(0.8)[0] == 8.0 and history.at(5.0)[0] == 10.0
+    assert history.at(0.0)[0] == 5.0                    # older than the horizon: the oldest kept
+
+
+@pytest.fixture(scope="module")
+def closed_grasp(kin, episode):
+    """MP after reset, its hand (joints ``q``) closed around the cube as first observed."""
+    goal, initial = episode
+    platform = SimulatedPlatform()
+    obs = ObservationFilter()(platform.reset(initial, goal))
+    platform.close()
+    controller = MotionPlanningController("pg", kinematics=kin, level=3, seed=SEED)
+    controller.reset(obs)
+    q = controller.trajectory(controller._follow_start)
+    return controller, obs, q
+
+
+def observe(obs, time, q, cube_position, stamp):
+    return replace(obs, robot=replace(obs.robot, time=time, position=q),
+                   cube=replace(obs.cube, position=np.asarray(cube_position), stamp=stamp))
+
+
+def test_the_drop_check_needs_fresh_images_of_the_cube_out_of_the_hand(closed_grasp):
+    """A repeated image (the tracker missed the cube) is no new evidence, however long it
+    repeats; images of the cube 8 cm under the hand are a drop once they span DROP_TIME."""
+    controller, obs, q = closed_grasp
+    controller._drop_since = None
+    controller._tips.clear()
+    below = np.asarray(obs.cube.position) - [0.0, 0.0, 0.08]
+    assert not controller._dropped(observe(obs, 10.0, q, obs.cube.position, 9.9))
+    for k in range(500):                                 # 1 s of the same image
+        assert not controller._dropped(observe(obs, 10.0 + 0.002 * k, q, below, 10.0))
+    images = [11.0 + 0.1 * k for k in range(6)]
+    seen = [controller._dropped(observe(obs, stamp + 0.15, q, below, stamp)) for stamp in images]
+    assert seen == [stamp - 10.0 >= DROP_TIME - 1e-9 for stamp in images]
+
+
+def test_the_drop_check_compares_an_image_with_the_hand_when_it_was_taken(closed_grasp, kin):
+    """The hand carries the cube at 0.4 m/s and each image arrives 150 ms after it was taken:
+    the hand is 6 cm past the cube in the image, yet the cube never left it."""
+    controller, obs, q0 = closed_grasp
+    controller._drop_since = None
+    controller._tips.clear()
+    centroid = lambda q: kin.tip_positions(q).mean(axis=0)     # noqa: E731
+    direction = np.tile([0.0, 1.0, -1.0], 3)
+    speed = np.linalg.norm(centroid(q0 + 1e-4 * direction) - centroid(q0)) / 1e-4
+    rate = direction * 0.4 / speed                      # rad/s: the tips' centroid at 0.4 m/s
+
+    def hand(t):
+        return q0 + (t - 20.0) * rate
+
+    def cube_at(s):                                     # carried with the hand, no slip
+        return np.asarray(obs.cube.position) + centroid(hand(s)) - centroid(q0)
+
+    lags = []
+    for k in range(1000):                               # 2 s at 500 Hz, an image every 0.1 s
+        t = 20.0 + 0.002 * k
+        stamp = 20.0 + 0.1 * np.floor((t - 20.0 - 0.15) / 0.1) if t >= 20.15 else 20.0
+        assert not controller._dropped(observe(obs, t, hand(t), cube_at(stamp), stamp))
+        lags.append(np.linalg.norm(centroid(hand(t)) - centroid(hand(stamp))))
+    assert max(lags) > DROP_DISTANCE + 0.01
 
 
 def test_joint_trajectory():

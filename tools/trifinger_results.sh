@@ -1,6 +1,6 @@
 #!/bin/bash
 # The TriFinger result files of trifinger_controllers/README.md (simulation, issue 19), from the
-# committed tools. Usage: tools/trifinger_results.sh bo|bo-validate|rpl|unseen [CONTROLLERS]
+# committed tools. Usage: tools/trifinger_results.sh bo|bo-validate|rpl|rpl-compare|unseen [CONTROLLERS]
 #   bo   Table III: BO of the three pairings on level 3 (4 random + 50 BO candidates, 3 episodes
 #        of 15 s each, seed 1000, drops penalised), then bo-validate (below), then each chosen
 #        set on the benchmark's 20 level-3 trials (seed 2019) (~3 h on one core)
@@ -12,6 +12,8 @@
 #   rpl  Table IV: residual policies, 500 000 SAC steps per controller (one gradient step per 8 RL
 #        steps: ~15 ms each on one core), a learning curve every 50 000 steps (5 episodes of 10 s,
 #        seed 1000), then base vs base + RPL on 20 trials (seed 2019) (~1 h per controller)
+#   rpl-compare  Table IV's comparison alone, for the committed policies results/rpl_*_l3.pt, after
+#        a change to a base controller (the learning curves stay as trained) (~10 min per controller)
 #   unseen  level 3 of the three pairings on seeds nobody tuned for (7 and 11; the tables use
 #        2019), 20 trials each, results/unseen_*_l3_seed*.json (~20 min on one core)
 # LEVEL=4 (environment) runs bo and bo-validate on level 4 with the paper's 10 deg initial
@@ -53,6 +55,11 @@ case "${1:-}" in
         --train-freq 8 --eval-every 50000 --eval-trials 5 --compare-trials 20 --compare-seed 2019 --quiet \
         --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
     done ;;
+  rpl-compare)
+    for c in ${2:-mp cpc cic}; do
+      rosrun trifinger_controllers train-rpl --controller "$c" --level 3 --compare-only --compare-trials 20 \
+        --compare-seed 2019 --quiet --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
+    done ;;
   unseen)
     for seed in ${SEEDS:-7 11}; do
       for c in ${2:-cpc cic mp}; do
@@ -60,5 +67,5 @@ case "${1:-}" in
           --seed "$seed" --quiet --json "$PKG/results/unseen_${c}_l3_seed${seed}.json"
       done
     done ;;
-  *) echo "usage: $0 bo|bo-validate|rpl|unseen [CONTROLLERS]" >&2; exit 2 ;;
+  *) echo "usage: $0 bo|bo-validate|rpl|rpl-compare|unseen [CONTROLLERS]" >&2; exit 2 ;;
 esac

@@ -272,6 +272,30 @@ def test_evaluate_with_residual(tiny_policy, tmp_path):
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
+def test_compare_only_reruns_the_comparison_and_keeps_the_training(tiny_policy, tmp_path):
+    """After a change to the base controller: the trained policy compared again, the learning
+    curve of its training kept."""
+    out, result = tiny_policy
+    result_file = tmp_path / "rpl.json"
+    result_file.write_text(json.dumps({"label": "simulation", **result.to_dict()}))
+    script = os.path.join(SCRIPTS, "train-rpl")
+    args = [sys.executable, script, "--controller", "mp", "--compare-only", "--compare-trials", "1",
+            "--compare-seconds", "0.5", "--compare-seed", "3", "--out", out, "--quiet"]
+    proc = subprocess.run(args + ["--json", str(result_file)], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    rerun = json.loads(result_file.read_text())
+    assert rerun["learning_curve"] == json.loads(json.dumps(result.to_dict()))["learning_curve"]
+    assert [row["policy"] for row in rerun["comparison"]["table"]] == ["MP-PG", "MP-PG w RPL"]
+    assert rerun["comparison"]["base"]["seed"] == 3 and "--compare-only" in rerun["comparison_command"]
+    for extra, message in (([], "needs the training run's existing --json"),
+                           (["--json", str(tmp_path / "missing.json")], "needs the training run's existing --json")):
+        bad = subprocess.run(args + extra, capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+    (tmp_path / "other.json").write_text("[1, 2]")
+    bad = subprocess.run(args + ["--json", str(tmp_path / "other.json")], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "not a train-rpl result" in bad.stderr, bad.stderr
+
+
 @pytest.mark.parametrize("name", ["train-rpl", "train-residual"])   # train-residual: the old name
 def test_train_rpl_bad_input(tmp_path, name):
     script = os.path.join(SCRIPTS, name)

@@ -41,6 +41,7 @@ CONTROLLER = f"{NS}/cpc_controller"
 TIMEOUT_STEPS = 100                 # ~command_timeout 0.1 s (the launch file's default)
 LATENCY_STEPS = 100                 # a command's way from the controller into the simulator
 HOLD_STEPS = 500                    # steps of the hold law checked
+LAST_CANDIDATES = 5                 # newest commands seen here, one of them the simulator's last
 KP, KD = np.tile(DEFAULT_POSITION_KP, 3), np.tile(DEFAULT_POSITION_KD, 3)
 # trifinger_simulation's TriFinger Pro: applied = clip(clip(tau) - safety_kd * velocity)
 MOTOR_TORQUE, SAFETY_KD = 0.396, np.array([0.08, 0.08, 0.04] * 3)
@@ -119,9 +120,9 @@ class CommandTimeout(unittest.TestCase):
         killed = time.monotonic()
         time.sleep(0.2)
         with self.lock:
-            last = self.commands[-1][1]
-        sent = rc.step_of(last.header.stamp)
-        needed = sent + TIMEOUT_STEPS + LATENCY_STEPS + HOLD_STEPS + 2
+            candidates = [msg for _, msg in self.commands[-LAST_CANDIDATES:]]
+        needed = rc.step_of(candidates[-1].header.stamp) + TIMEOUT_STEPS + LATENCY_STEPS \
+            + HOLD_STEPS + 2
         self.assertTrue(wait_for(lambda: self._latest() >= needed, 10), "joint states stopped")
         self.assertTrue(wait_for(lambda: any(t > killed for t, _, _ in self.lines), 5),
                         "no [command_timeout] line")
@@ -130,17 +131,29 @@ class CommandTimeout(unittest.TestCase):
             states = dict(self.states)
             lines = [line for line in self.lines if line[0] > killed]
 
-        # 1. the last command until the timeout, then the hold law, exactly
-        command = mc.torque_from_msg(last)
+        # 1. the last command the simulator received until the timeout, then the hold law,
+        # exactly. A SIGKILLed publisher may have flushed its very last message to this test
+        # and not to the simulator, so that command is the newest of the last few seen here
+        # that the simulator applied.
+        def applied_from(msg):
+            """(torque, its stamp's step, the step it was first applied) of ``msg``, or None
+            if the simulator never applied it."""
+            torque = mc.torque_from_msg(msg)
+            start = rc.step_of(msg.header.stamp)
+            for k in range(start, start + LATENCY_STEPS + 1):
+                if k + 1 in states and k in states and np.allclose(
+                        states[k + 1].effort, applied(torque, states[k].velocity),
+                        rtol=0, atol=1e-12):
+                    return torque, start, k
+            return None
+        found = next((hit for hit in map(applied_from, reversed(candidates)) if hit), None)
+        self.assertIsNotNone(found, f"none of the last {LAST_CANDIDATES} commands was applied")
+        command, sent, step = found
 
         def commanded(k):
-            """Whether the simulator applied the last command at step k."""
+            """Whether the simulator applied that command at step k."""
             return np.allclose(states[k + 1].effort, applied(command, states[k].velocity),
                                rtol=0, atol=1e-12)
-        step = sent
-        while not commanded(step) and step < sent + LATENCY_STEPS:
-            step += 1               # the previous command, until the last one arrived
-        self.assertTrue(commanded(step), "the last command was never applied")
         while commanded(step):
             step += 1
         hold = step                 # the first step whose torque is not the last command's

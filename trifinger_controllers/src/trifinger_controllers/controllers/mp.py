@@ -81,7 +81,10 @@ MP_PARAMETERS = ParameterSet("mp", [
     Parameter("kp", 30.0, 2.0, 60.0, "joint stiffness [N m/rad] (x 1/1/0.6 upper/middle/lower)",
               log=True),
     Parameter("kd", 0.3, 0.02, 2.0, "joint damping [N m s/rad] (x 1/2/1)", log=True),
-    Parameter("squeeze", 0.003, 0.0, 0.03, "depth [m] of the fingertip targets inside the faces"),
+    # 6 mm (3 mm before): 3 mm let the heaviest, most slippery cube of the randomisation range
+    # (1.3 x mass, 0.7 x friction) slip out of 9 of 10 grasps (3 drops); 6 mm holds it in 9 of 10
+    # and leaves the typical cube's error unchanged (README, "MP's squeeze"; development seed 100)
+    Parameter("squeeze", 0.006, 0.0, 0.03, "depth [m] of the fingertip targets inside the faces"),
     Parameter("cube_weight", 1.0, 0.0, 2.0, "fraction of the cube's weight fed forward"),
     Parameter("approach_time", 1.0, 0.3, 3.0, "duration of the approach to the contacts [s]"),
     Parameter("close_time", 0.5, 0.1, 2.0, "duration of closing the grasp [s]"),

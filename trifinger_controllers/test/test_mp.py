@@ -19,6 +19,7 @@ from trifinger_controllers.controllers.mp import (
 )
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
+from trifinger_controllers.physics import PhysicsRandomisation
 from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.pose_filter import ObservationFilter
 from trifinger_controllers.types import TORQUE_LIMIT
@@ -195,3 +196,25 @@ def test_mp_regrasps_after_a_drop(kin, episode):
     assert controller.phase in (Phase.FOLLOW, Phase.CORRECT)
     assert truth.position[2] > task.RESTING_HEIGHT + 0.01                       # lifted again
     assert evaluation.holding_fingers(kin, truth, q) == 3
+
+
+def test_mp_pg_holds_the_heaviest_most_slippery_cube_of_the_randomisation(kin):
+    """The squeeze holds the cube at the corner of the published range (1.3 x mass, 0.7 x
+    friction; config/physics_randomisation.yaml): development seed 100, trial 1, whose cube slid
+    out of the 3 mm grasp (dropped) and stays in the 6 mm one: no re-grasp, lifted, held."""
+    worst = PhysicsRandomisation.from_dict(
+        {"cube_mass_scale": [1.3, 1.3], "cube_friction_scale": [0.7, 0.7]}, "test")
+    ranges = PhysicsRandomisation.from_yaml()
+    assert (ranges.cube_mass_scale[1], ranges.cube_friction_scale[0]) == (1.3, 0.7)
+    goal, initial, seed = evaluation.episode_specs(3, 2, 100)[1]
+    controller = MotionPlanningController("pg", kinematics=kin, level=3, seed=SEED)
+    platform = SimulatedPlatform(seed=seed, physics=worst)
+    try:
+        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=12.0,
+                                        kinematics=kin)
+        final = platform.true_cube_pose()
+        holding = evaluation.holding_fingers(kin, final, platform.robot_state().position)
+    finally:
+        platform.close()
+    assert record.error is None and not record.drop and controller.regrasps == 0
+    assert final.position[2] > task.RESTING_HEIGHT + 0.02 and holding == 3, final.position

@@ -83,6 +83,9 @@ study: setup
 diffnea-results: setup
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --online --online-epochs 10 --threads 1 \
 	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json
+	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --baselines none \
+	  --os-tasks 0 --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_draws \
+	  --json $(ROOT)/diffnea_ros/results/l4dc_draws/table1.json
 	$(RUN) bash $(ROOT)/tools/diffnea_panda.sh
 
 # Compliant-actuator figures (compliant_actuator_gazebo/results/): paper 003 Fig. 8 step responses,

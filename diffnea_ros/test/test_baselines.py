@@ -12,7 +12,8 @@ from diffnea_ros.identification import Samples, consistency_of
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.parametrisation import PARAMETRISATIONS
-from diffnea_ros.random_init import randomise_dynamics
+from diffnea_ros.errors import DiffneaError
+from diffnea_ros.random_init import randomise_dynamics, randomise_parametrisation
 from diffnea_ros.sine_tracking import kuka_urdf_path
 
 TWO_LINK = """<robot name="two_link">
@@ -185,6 +186,25 @@ def test_random_nostr_start_need_not_be_consistent():
     iiwa = RigidBodyModel.from_urdf(kuka_urdf_path())
     assert not all(consistency_of(randomise_dynamics(LearnableDynamics(iiwa, "nostr"), s))
                    .consistent for s in range(5))
+
+
+def test_l4dc_draws_widen_nostr_inertia_and_take_uniform_square_root_masses(arm):
+    """--draws l4dc: NoStr's θ_IC ~ N(0, 1) (10 x the released code's 0.1), the constrained
+    masses from θ_√m ~ U(0, 1); the same generator stream otherwise; an unknown name is refused."""
+    generator = torch.Generator().manual_seed(0)
+    wide = torch.cat([raw(randomise_dynamics(LearnableDynamics(arm, "nostr"), s, "l4dc"))["theta_I"]
+                      .flatten() for s in range(40)])
+    narrow = torch.cat([raw(randomise_dynamics(LearnableDynamics(arm, "nostr"), s))["theta_I"]
+                        .flatten() for s in range(40)])
+    assert 0.8 < float(wide.std()) < 1.2 and 0.08 < float(narrow.std()) < 0.12
+    roots = torch.cat([raw(randomise_dynamics(LearnableDynamics(arm, "cov"), s, "l4dc"))["theta_sqrt_m"]
+                       for s in range(40)])
+    assert bool((roots >= 0).all() and (roots <= 1).all())
+    normal = torch.cat([raw(randomise_dynamics(LearnableDynamics(arm, "cov"), s))["theta_sqrt_m"]
+                        for s in range(40)])
+    assert bool((normal < 0).any())
+    with pytest.raises(DiffneaError, match="unknown random draws"):
+        randomise_parametrisation(LearnableDynamics(arm, "cov").parametrisation, generator, "paper")
 
 
 @pytest.mark.parametrize("kind", ["cov", "tri"])

@@ -19,6 +19,12 @@ tri          θ_√m; θ_RAA (eq. 9); θ_√J1, θ_√J2 (eq. 11); θ_a (eq. 11)
                                                                            N(0, 0.1²); N(0, 0.01²)
 ============ ============================================================ =====================
 
+``draws="l4dc"`` takes instead the classes that the release's L4DC configurations name
+(``conf/torch_robot_model_learnable_l4dc_{no_,}constraints.yaml``, module
+``rigid_body_parametrizations.py``): NoStr's nine entries θ_IC ~ N(0, 1) (``NoStructureNet``'s
+default), and the constrained masses θ_√m ~ U(0, 1) (``PositiveMassValue``); the rest as above.
+Both are the authors'; the table's epoch ordering is compared under both (README).
+
 The viscous joint damping (learnt with every model, paper §4.2) starts at ``MIN_DAMPING`` on
 every joint rather than at the URDF's value, so no ground-truth value enters a random start.
 By construction (paper §3) a random Tri or Cov start is physically consistent, an SPD start has
@@ -47,14 +53,24 @@ RANDOM_RAW: dict[str, tuple[tuple[str, str, float], ...]] = {
             ("theta_sqrt_J", "normal", SQRT_J_STD), ("theta_a", "normal", INERTIA_STD)),
     "cov": (("theta_sqrt_m", "normal", SQRT_MASS_STD), ("theta_L", "normal", INERTIA_STD)),
 }
+L4DC_NOSTR_INERTIA_STD = 1.0
+_L4DC_SQRT_MASS = ("theta_sqrt_m", "uniform", 1.0)
+RANDOM_RAW_L4DC: dict[str, tuple[tuple[str, str, float], ...]] = {
+    "nostr": (("theta_m", "uniform", 1.0), ("theta_I", "normal", L4DC_NOSTR_INERTIA_STD)),
+    **{kind: (_L4DC_SQRT_MASS,) + spec[1:] for kind, spec in RANDOM_RAW.items() if kind != "nostr"},
+}
+DRAWS = {"released": RANDOM_RAW, "l4dc": RANDOM_RAW_L4DC}
 
 
 @torch.no_grad()
 def randomise_parametrisation(parametrisation: InertialParametrisation,
-                              generator: torch.Generator) -> InertialParametrisation:
-    """Overwrite the raw parameters θ of ``parametrisation`` in place with a random draw (table
-    in the module docstring); returns it."""
-    spec = RANDOM_RAW.get(parametrisation.kind)
+                              generator: torch.Generator,
+                              draws: str = "released") -> InertialParametrisation:
+    """Overwrite the raw parameters θ of ``parametrisation`` in place with a random draw of
+    ``draws`` (module docstring); returns it."""
+    if draws not in DRAWS:
+        raise DiffneaError(f"unknown random draws {draws!r}: expected one of {', '.join(DRAWS)}")
+    spec = DRAWS[draws].get(parametrisation.kind)
     if spec is None:
         raise DiffneaError(f"no random initialisation for parametrisation "
                            f"{parametrisation.kind!r}")
@@ -74,11 +90,13 @@ def randomise_parametrisation(parametrisation: InertialParametrisation,
     return parametrisation
 
 
-def randomise_dynamics(dynamics: LearnableDynamics, seed: int) -> LearnableDynamics:
+def randomise_dynamics(dynamics: LearnableDynamics, seed: int,
+                       draws: str = "released") -> LearnableDynamics:
     """Random start of a :class:`LearnableDynamics` for ``seed``: random θ of its
-    parametrisation (all learnable links) and damping ``MIN_DAMPING``; returns it."""
+    parametrisation (all learnable links, ``draws`` of :data:`DRAWS`) and damping
+    ``MIN_DAMPING``; returns it."""
     generator = torch.Generator().manual_seed(int(seed))
-    randomise_parametrisation(dynamics.parametrisation, generator)
+    randomise_parametrisation(dynamics.parametrisation, generator, draws)
     with torch.no_grad():
         damping = torch.full_like(dynamics.raw_damping, MIN_DAMPING)
         dynamics.raw_damping.copy_(damping + torch.log(-torch.expm1(-damping)))

@@ -8,11 +8,11 @@ from diffnea_ros.algorithms import rnea
 from diffnea_ros.baselines import HIDDEN, DeLaN, MLPInverseDynamics, make_baseline
 from diffnea_ros.identification import (FitConfig, diffnea_predictor, fit, module_predictor,
                                  predictor_nmse)
+from diffnea_ros.errors import DiffneaError
 from diffnea_ros.identification import Samples, consistency_of
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.parametrisation import PARAMETRISATIONS
-from diffnea_ros.errors import DiffneaError
 from diffnea_ros.random_init import randomise_dynamics, randomise_parametrisation
 from diffnea_ros.sine_tracking import kuka_urdf_path
 
@@ -190,7 +190,7 @@ def test_random_nostr_start_need_not_be_consistent():
 
 def test_l4dc_draws_widen_nostr_inertia_and_take_uniform_square_root_masses(arm):
     """--draws l4dc: NoStr's θ_IC ~ N(0, 1) (10 x the released code's 0.1), the constrained
-    masses from θ_√m ~ U(0, 1); the same generator stream otherwise; an unknown name is refused."""
+    masses from θ_√m ~ U(0, 1); an unknown name is refused."""
     generator = torch.Generator().manual_seed(0)
     wide = torch.cat([raw(randomise_dynamics(LearnableDynamics(arm, "nostr"), s, "l4dc"))["theta_I"]
                       .flatten() for s in range(40)])

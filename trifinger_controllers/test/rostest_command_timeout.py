@@ -135,25 +135,26 @@ class CommandTimeout(unittest.TestCase):
         # exactly. A SIGKILLed publisher may have flushed its very last message to this test
         # and not to the simulator, so that command is the newest of the last few seen here
         # that the simulator applied.
+        def applies(torque, k):
+            """Whether the simulator applied the node's ``torque`` at step k."""
+            return k in states and k + 1 in states and np.allclose(
+                states[k + 1].effort, applied(torque, states[k].velocity), rtol=0, atol=1e-12)
+
         def applied_from(msg):
             """(torque, its stamp's step, the step it was first applied) of ``msg``, or None
             if the simulator never applied it."""
             torque = mc.torque_from_msg(msg)
             start = rc.step_of(msg.header.stamp)
-            for k in range(start, start + LATENCY_STEPS + 1):
-                if k + 1 in states and k in states and np.allclose(
-                        states[k + 1].effort, applied(torque, states[k].velocity),
-                        rtol=0, atol=1e-12):
-                    return torque, start, k
-            return None
+            first = next((k for k in range(start, start + LATENCY_STEPS + 1) if applies(torque, k)),
+                         None)
+            return None if first is None else (torque, start, first)
         found = next((hit for hit in map(applied_from, reversed(candidates)) if hit), None)
         self.assertIsNotNone(found, f"none of the last {LAST_CANDIDATES} commands was applied")
         command, sent, step = found
 
         def commanded(k):
             """Whether the simulator applied that command at step k."""
-            return np.allclose(states[k + 1].effort, applied(command, states[k].velocity),
-                               rtol=0, atol=1e-12)
+            return applies(command, k)
         while commanded(step):
             step += 1
         hold = step                 # the first step whose torque is not the last command's

@@ -60,6 +60,8 @@ RANDOM_RAW_L4DC: dict[str, tuple[tuple[str, str, float], ...]] = {
     **{kind: (_L4DC_SQRT_MASS,) + spec[1:] for kind, spec in RANDOM_RAW.items() if kind != "nostr"},
 }
 DRAWS = {"released": RANDOM_RAW, "l4dc": RANDOM_RAW_L4DC}
+#: what each set of draws is, for reports
+DRAW_SOURCES = {"released": "released code", "l4dc": "L4DC configurations (--draws l4dc)"}
 
 
 @torch.no_grad()

@@ -9,7 +9,7 @@
 #   make docker-test  that image built from a bare Debian base made here, smoke-tested inside and
 #                on the host (CI runs it after make test)
 #   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
-#   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~25 min)
+#   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~35 min)
 #   make kernel-results   the delivery-vehicle experiment and the Panda kernels (~6 min)
 # Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
 SHELL := /bin/bash
@@ -79,13 +79,19 @@ study: setup
 	$(RUN) bash $(ROOT)/tools/realeasy_study.sh
 
 # DiffNEA figures (diffnea_ros/results/): paper 002 Table 1 and Fig. 1 on the simulated iiwa, and
-# the Panda identification loop against the reality stand-in (~10 min).
+# the Panda identification loop against the reality stand-in (~35 min).
 diffnea-results: setup
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --online --online-epochs 10 --threads 1 \
 	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --baselines none \
 	  --os-tasks 0 --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_draws \
 	  --json $(ROOT)/diffnea_ros/results/l4dc_draws/table1.json
+	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --com urdf --baselines none \
+	  --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_config \
+	  --json $(ROOT)/diffnea_ros/results/l4dc_config/table1.json
+	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --com urdf --duration 40 \
+	  --epochs 400 --os-tasks 0 --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_config_40s \
+	  --json $(ROOT)/diffnea_ros/results/l4dc_config_40s/table1.json
 	$(RUN) bash $(ROOT)/tools/diffnea_panda.sh
 
 # Compliant-actuator figures (compliant_actuator_gazebo/results/): paper 003 Fig. 8 step responses,

@@ -112,6 +112,7 @@ class FitConfig:
     learning_rate: float = 1e-2
     stop_nmse: Optional[float] = 0.1    # paper 002 §4.1.1
     online: bool = False
+    shuffle: bool = True                # False: the batches in the data's order every epoch
     seed: int = 0
     chunk: int = 2048                   # samples per evaluation chunk
     max_minutes: Optional[float] = None
@@ -152,7 +153,8 @@ def predictor_nmse(predict: Predictor, samples: Samples, chunk: int = 2048) -> n
 def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Samples,
         config: FitConfig = FitConfig(), progress: Optional[Progress] = None) -> FitResult:
     """Adam on L_ID = mean over a batch of ||tau - f(q, qd, qdd)||² (eq. 2) for ``parameters``:
-    shuffled batches (online: sequential batches of 256, the NMSE on all samples after each),
+    shuffled batches (``shuffle=False``: in the data's order; online: sequential batches of 256,
+    the NMSE on all samples after each),
     the training NMSE of every joint after each epoch, stop at <= ``stop_nmse`` (0 epochs when
     the start already meets it) or after ``max_minutes``. A non-finite loss restores the last
     parameters with a finite one and stops (``diverged``)."""
@@ -173,7 +175,7 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
     last_good = [p.detach().clone() for p in learnable]
     epochs = range(1, config.epochs + 1) if reached is None else range(0)
     for epoch in (progress(epochs) if progress is not None else epochs):
-        order = (torch.arange(len(samples)) if config.online
+        order = (torch.arange(len(samples)) if config.online or not config.shuffle
                  else torch.randperm(len(samples), generator=generator))
         for index in order.split(batch):
             optimiser.zero_grad(set_to_none=True)

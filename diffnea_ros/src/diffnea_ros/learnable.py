@@ -67,11 +67,12 @@ class FrictionParameters:
 class LearnableDynamics(torch.nn.Module):
     """tau = f_NE(q, qd, qdd; theta) + d * qd (+ tau_f(qd)) (+ b): the model of L_ID (paper 002
     eq. 2), optionally with the sigmoid friction tau_f and a constant torque-sensor offset b per
-    joint (the bias a joint torque sensor reports at zero torque)."""
+    joint (the bias a joint torque sensor reports at zero torque). ``learn_com=False`` keeps
+    each learnable link's CoM at the URDF's and learns only its mass and inertia."""
 
     def __init__(self, model: RigidBodyModel, parametrisation: str,
                  learnable_links: Optional[Sequence[str]] = None, friction: bool = False,
-                 learn_damping: bool = True, offset: bool = False) -> None:
+                 learn_damping: bool = True, offset: bool = False, learn_com: bool = True) -> None:
         super().__init__()
         self.model = model
         self.kind = parametrisation
@@ -85,6 +86,10 @@ class LearnableDynamics(torch.nn.Module):
         nominal = model.nominal_inertials()
         self.parametrisation = make_parametrisation(
             parametrisation, nominal.mass[index], nominal.com[index], nominal.inertia[index])
+        # learn_com=False: the URDF's CoM c stays, θ_h = m c follows the learnt mass (the
+        # authors' L4DC experiments learn only 'mass' and 'inertia_mat')
+        self.learn_com = learn_com
+        self.parametrisation.theta_h.requires_grad_(learn_com)
         damping = torch.clamp(model.nominal_damping.detach().clone(), min=MIN_DAMPING)
         self.raw_damping = torch.nn.Parameter(_inverse_softplus(damping), requires_grad=learn_damping)
         self.has_friction = friction
@@ -99,9 +104,16 @@ class LearnableDynamics(torch.nn.Module):
             like = model.nominal_damping
             self.offset = torch.nn.Parameter(torch.zeros_like(like))
 
+    def learned_inertials(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(mass, com, inertia) of the learnable links; the URDF's CoM unless ``learn_com``."""
+        mass, com, inertia = self.parametrisation()
+        if not self.learn_com:
+            com = self.model.nominal_com[self.link_index]
+        return mass, com, inertia
+
     def inertials(self) -> Inertials:
         """All bodies' inertials: the learned ones scattered over the URDF's."""
-        mass, com, inertia = self.parametrisation()
+        mass, com, inertia = self.learned_inertials()
         index = (self.link_index,)
         return Inertials(self.model.nominal_mass.index_put(index, mass),
                          self.model.nominal_com.index_put(index, com),
@@ -152,7 +164,7 @@ class LearnableDynamics(torch.nn.Module):
                                qd: torch.Tensor) -> torch.Tensor:
         """The same torques as :meth:`forward`, from cached regressor columns ``y`` (B, dof, L, 10)
         and the fixed bodies' torque (B, dof)."""
-        mass, com, inertia = self.parametrisation()
+        mass, com, inertia = self.learned_inertials()
         tau = regressor_torque(y, standard_parameters(Inertials(mass, com, inertia))) + fixed
         return self._joint_terms(tau + self.damping() * qd, qd)
 

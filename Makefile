@@ -78,16 +78,17 @@ bench: setup
 study: setup
 	$(RUN) bash $(ROOT)/tools/realeasy_study.sh
 
-# DiffNEA figures (diffnea_ros/results/): paper 002 Table 1 and Fig. 1 on the simulated iiwa, and
-# the Panda identification loop against the reality stand-in (~35 min).
+# DiffNEA figures (diffnea_ros/results/): paper 002 Table 1 and Fig. 1 on the simulated iiwa (the
+# paper's text, then the authors' L4DC configurations), and the Panda identification loop against
+# the reality stand-in (~35 min in all).
 diffnea-results: setup
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --online --online-epochs 10 --threads 1 \
 	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --baselines none \
 	  --os-tasks 0 --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_draws \
 	  --json $(ROOT)/diffnea_ros/results/l4dc_draws/table1.json
-	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --com urdf --baselines none \
-	  --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_config \
+	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --com urdf --threads 1 \
+	  --out-dir $(ROOT)/diffnea_ros/results/l4dc_config \
 	  --json $(ROOT)/diffnea_ros/results/l4dc_config/table1.json
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --init random --draws l4dc --com urdf --duration 40 \
 	  --epochs 400 --os-tasks 0 --threads 1 --out-dir $(ROOT)/diffnea_ros/results/l4dc_config_40s \

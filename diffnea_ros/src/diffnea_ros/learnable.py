@@ -86,8 +86,9 @@ class LearnableDynamics(torch.nn.Module):
         nominal = model.nominal_inertials()
         self.parametrisation = make_parametrisation(
             parametrisation, nominal.mass[index], nominal.com[index], nominal.inertia[index])
-        # learn_com=False: the URDF's CoM c stays, θ_h = m c follows the learnt mass (the
-        # authors' L4DC experiments learn only 'mass' and 'inertia_mat')
+        # learn_com=False (the authors' L4DC experiments learn only 'mass' and 'inertia_mat'):
+        # θ_h is frozen and unused, learned_inertials() puts the URDF's CoM in its place; read
+        # the inertials through it (or inertials()), never through parametrisation() directly
         self.learn_com = learn_com
         self.parametrisation.theta_h.requires_grad_(learn_com)
         damping = torch.clamp(model.nominal_damping.detach().clone(), min=MIN_DAMPING)
@@ -105,7 +106,8 @@ class LearnableDynamics(torch.nn.Module):
             self.offset = torch.nn.Parameter(torch.zeros_like(like))
 
     def learned_inertials(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(mass, com, inertia) of the learnable links; the URDF's CoM unless ``learn_com``."""
+        """(mass, com, inertia) of the learnable links; the CoM of the model's URDF unless
+        ``learn_com`` (then ``parametrisation()``'s own CoM θ_h / m is not the model's)."""
         mass, com, inertia = self.parametrisation()
         if not self.learn_com:
             com = self.model.nominal_com[self.link_index]

@@ -9,7 +9,7 @@
 #   make docker-test  that image built from a bare Debian base made here, smoke-tested inside and
 #                on the host (CI runs it after make test)
 #   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
-#   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~35 min)
+#   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~40 min)
 #   make kernel-results   the delivery-vehicle experiment and the Panda kernels (~6 min)
 # Each runs `make setup` first; setup is idempotent (apt, venv, catkin build).
 SHELL := /bin/bash
@@ -80,7 +80,7 @@ study: setup
 
 # DiffNEA figures (diffnea_ros/results/): paper 002 Table 1 and Fig. 1 on the simulated iiwa (the
 # paper's text, then the authors' L4DC configurations), and the Panda identification loop against
-# the reality stand-in (~35 min in all).
+# the reality stand-in (~40 min in all).
 diffnea-results: setup
 	$(RUN) python $(ROOT)/diffnea_ros/scripts/reproduce_table1 --online --online-epochs 10 --threads 1 \
 	  --out-dir $(ROOT)/diffnea_ros/results --json $(ROOT)/diffnea_ros/results/table1.json

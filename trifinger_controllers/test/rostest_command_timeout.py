@@ -151,11 +151,7 @@ class CommandTimeout(unittest.TestCase):
         found = next((hit for hit in map(applied_from, reversed(candidates)) if hit), None)
         self.assertIsNotNone(found, f"none of the last {LAST_CANDIDATES} commands was applied")
         command, sent, step = found
-
-        def commanded(k):
-            """Whether the simulator applied that command at step k."""
-            return applies(command, k)
-        while commanded(step):
+        while applies(command, step):
             step += 1
         hold = step                 # the first step whose torque is not the last command's
         self.assertGreaterEqual(hold - sent, TIMEOUT_STEPS, "hold before the timeout")

@@ -1,10 +1,8 @@
 """The grasp-constrained RRT-Connect of MP (paper 004 §IV-A), trifinger_controllers.rrt."""
-import time
-
 import numpy as np
 import pytest
 
-from trifinger_controllers import cube, grasps
+from trifinger_controllers import cube, grasps, rrt
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.rrt import GraspPathPlanner, PlannerConfig, interpolate_pose
 from trifinger_controllers.types import CUBE_WIDTH, CubePose
@@ -79,14 +77,33 @@ def test_plans_around_an_obstacle(kin):
     assert plan.raw_waypoints >= 2 and len(plan) < 200
 
 
-def test_fails_cleanly_within_the_budget(kin):
+class FakeClock:
+    """time.perf_counter for the planner module: each reading advances ``tick`` seconds, so a
+    wall-clock budget becomes a number of readings, independent of this machine's load."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick, self.readings = 0.0, tick, 0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        self.readings += 1
+        return self.now
+
+
+def test_fails_cleanly_within_the_budget(kin, monkeypatch):
     start = _pose(-0.03, 0.0, 0.045)
     goal = _pose(0.03, 0.0, 0.045)
-    planner = WallPlanner(kin, _grasp(kin, start).tip_offsets(), PlannerConfig(seed=0, max_time=0.5))
+    planner = WallPlanner(kin, _grasp(kin, start).tip_offsets(),
+                          PlannerConfig(seed=0, max_time=0.5, max_iterations=10 ** 6))
     planner.wall_top = np.inf                         # no way across
-    t0 = time.perf_counter()
+    clock = FakeClock(tick=0.001)                     # the budget is 500 readings
+    monkeypatch.setattr(rrt.time, "perf_counter", clock)
+    extensions = []
+    extend = planner._extend
+    monkeypatch.setattr(planner, "_extend", lambda *a: extensions.append(1) or extend(*a))
     assert planner.plan(start, goal, kin.initial_position) is None
-    assert time.perf_counter() - t0 < 0.5 + 0.3
+    assert extensions                                 # it searched,
+    assert clock.now <= 0.5 + 2 * clock.tick          # and stopped when the budget was spent
 
 
 def test_invalid_goal_fails_fast(kin):
@@ -94,9 +111,10 @@ def test_invalid_goal_fails_fast(kin):
     planner = GraspPathPlanner(kin, _grasp(kin, start).tip_offsets(), PlannerConfig())
     upside_down = cube.from_axis_angle(np.array([1.0, 0.0, 0.0]), np.pi)  # fingers cannot turn it over
     far = _pose(0.13, 0.0, 0.1, upside_down)
-    t0 = time.perf_counter()
+    def no_search(*_):
+        raise AssertionError("an invalid goal must be refused before the search")
+    planner._extend = no_search
     assert planner.plan(start, far, kin.initial_position) is None
-    assert time.perf_counter() - t0 < 0.2
     q, why = planner.check(far.position, far.orientation, kin.initial_position)
     assert q is None and why
 

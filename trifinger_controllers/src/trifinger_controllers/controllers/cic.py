@@ -264,11 +264,15 @@ def rotation_between(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     return vt.T @ np.diag([1.0, 1.0, d]) @ u.T
 
 
-def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE_LIMIT) -> np.ndarray:
+def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE_LIMIT,
+                 together: bool = False) -> np.ndarray:
     """(3, 3) ``gravity + s_i command_i`` with the largest ``s_i`` in [0, 1] per finger that keeps
     every joint within ``limit``: a finger's command is scaled down as a whole, so its tip force
     keeps its direction (clipping joints one by one would turn it, and a turned squeeze lets the
-    cube slip)."""
+    cube slip). ``together``: one factor for all fingers (the smallest), for a grasp: scaling one
+    finger's squeeze alone unbalances the others', which push the cube into it and out of the
+    grasp (a stretched finger whose own weight takes most of a joint's torque, at the workspace's
+    edge)."""
     total = gravity + command
     if np.max(np.abs(total)) <= limit:  # the usual case
         return total
@@ -276,6 +280,8 @@ def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE
         room = np.where(command > 0, (limit - gravity) / command,
                         np.where(command < 0, (-limit - gravity) / command, np.inf))
     scale = np.clip(np.min(room, axis=1, keepdims=True), 0.0, 1.0)
+    if together:
+        scale = np.full_like(scale, scale.min())
     return gravity + scale * command
 
 
@@ -693,7 +699,7 @@ class CartesianImpedanceController(Controller):
                           references=references, tips=tips)
         command = tau1 + force_torques(jac, (f2 + f3 + f4 + fw) + (f1 if isotropic else 0.0))
         self._windup = windup_directions(jac, fingers.gravity + command, ISOTROPIC_MASS * self._stiffness)
-        return fit_to_limit(command, fingers.gravity).reshape(-1)
+        return fit_to_limit(command, fingers.gravity, together=True).reshape(-1)
 
     def _matrix(self, quaternion: np.ndarray) -> np.ndarray:
         """Rotation matrix of ``quaternion``, cached (levels 1-3 hold one orientation)."""

@@ -7,7 +7,8 @@ the inward normals, ``tau_3`` cancelling its resultant, and ``tau_4`` for the or
 noisy poses, each behind its parameter: ``isotropic_impedance``, ``moment_cancellation``,
 ``weight_feedforward``, the moving sub-goal x_g (``goal_speed``, ``max_lead``,
 ``delay_compensation``), the camera integral with anti-windup (``integral_gain``,
-:func:`without_windup`) and the floor band (:meth:`CartesianImpedanceController.seen_position`).
+:func:`without_windup`), the floor band (:meth:`CartesianImpedanceController.seen_position`) and
+the torque limit taken by the grasp as a whole (:func:`fit_to_limit` with ``together``).
 
 Phases: ABOVE, BESIDE, CLOSE, MOVE, and RETREAT with a re-grasp when the cube is lost; grasps are
 planned off the control call (grasp_planner.py). The derivation, the reasons for each addition

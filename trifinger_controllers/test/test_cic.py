@@ -158,6 +158,17 @@ def test_parameters_and_bad_input():
             platform.close()
 
 
+def level3_episode(platform, controller, goal, initial, seconds):
+    """A level-3 episode on ``platform`` (closed afterwards): its record, the cube's true final
+    pose and the number of fingertips holding it."""
+    try:
+        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=seconds, kinematics=KIN)
+        final = platform.true_cube_pose()
+        return record, final, evaluation.holding_fingers(KIN, final, platform.robot_state().position)
+    finally:
+        platform.close()
+
+
 def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
     """Simulation under the tracker model, level 3, fixed seed: the cube is grasped and lifted 4 cm
     within 8 s (5 s with the ideal camera: the sub-goal waits for the noisy images)."""
@@ -165,12 +176,7 @@ def test_short_episode_cic_cg_grasps_and_lifts_the_cube():
     goal = CubePose(initial.position + np.array([0.0, 0.0, 0.04]), np.array([0.0, 0.0, 0.0, 1.0]))
     controller = CartesianImpedanceController("cg", None, KIN, level=3)
     platform = SimulatedPlatform(seed=seed)
-    try:
-        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=8.0, kinematics=KIN)
-        final = platform.true_cube_pose()
-        holding = evaluation.holding_fingers(KIN, final, platform.robot_state().position)
-    finally:
-        platform.close()
+    record, final, holding = level3_episode(platform, controller, goal, initial, 8.0)
     assert record.error is None and not record.drop
     assert final.position[2] > task.RESTING_HEIGHT + 0.025, final.position
     assert holding == 3
@@ -230,12 +236,7 @@ def test_cic_cg_holds_the_cube_while_a_stretched_finger_saturates():
         saturated.append(np.max(np.abs(torque)) >= TORQUE_LIMIT - 1e-9)
         return torque
     controller.compute = watched
-    try:
-        record = evaluation.run_episode(platform, controller, 3, goal, initial, seconds=7.0, kinematics=KIN)
-        final = platform.true_cube_pose()
-        holding = evaluation.holding_fingers(KIN, final, platform.robot_state().position)
-    finally:
-        platform.close()
+    record, final, holding = level3_episode(platform, controller, goal, initial, 7.0)
     assert sum(saturated) > 50                         # the grasp ran at the limit for > 0.5 s
     assert record.error is None and not record.drop and controller.regrasps == 0
     assert holding == 3 and final.position[2] > task.RESTING_HEIGHT + 0.04, final.position

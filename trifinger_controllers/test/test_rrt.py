@@ -1,4 +1,6 @@
 """The grasp-constrained RRT-Connect of MP (paper 004 §IV-A), trifinger_controllers.rrt."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -79,31 +81,34 @@ def test_plans_around_an_obstacle(kin):
 
 class FakeClock:
     """time.perf_counter for the planner module: each reading advances ``tick`` seconds, so a
-    wall-clock budget becomes a number of readings, independent of this machine's load."""
+    wall-clock budget becomes a number of readings, independent of this machine's load; a
+    reading past ``stop`` fails the test (a planner that ignores its budget)."""
 
-    def __init__(self, tick: float) -> None:
-        self.now, self.tick, self.readings = 0.0, tick, 0
+    def __init__(self, tick: float, stop: float) -> None:
+        self.now, self.tick, self.stop = 0.0, tick, stop
 
     def __call__(self) -> float:
         self.now += self.tick
-        self.readings += 1
+        if self.now > self.stop:
+            raise AssertionError(f"the planner ran on past {self.stop} s of its clock")
         return self.now
 
 
 def test_fails_cleanly_within_the_budget(kin, monkeypatch):
     start = _pose(-0.03, 0.0, 0.045)
     goal = _pose(0.03, 0.0, 0.045)
+    budget = 0.05
     planner = WallPlanner(kin, _grasp(kin, start).tip_offsets(),
-                          PlannerConfig(seed=0, max_time=0.5, max_iterations=10 ** 6))
+                          PlannerConfig(seed=0, max_time=budget, max_iterations=10 ** 6))
     planner.wall_top = np.inf                         # no way across
-    clock = FakeClock(tick=0.001)                     # the budget is 500 readings
-    monkeypatch.setattr(rrt.time, "perf_counter", clock)
+    clock = FakeClock(tick=0.001, stop=2 * budget)    # the budget is 50 readings
+    monkeypatch.setattr(rrt, "time", SimpleNamespace(perf_counter=clock))
     extensions = []
     extend = planner._extend
     monkeypatch.setattr(planner, "_extend", lambda *a: extensions.append(1) or extend(*a))
     assert planner.plan(start, goal, kin.initial_position) is None
     assert extensions                                 # it searched,
-    assert clock.now <= 0.5 + 2 * clock.tick          # and stopped when the budget was spent
+    assert budget <= clock.now <= budget + 2 * clock.tick   # until the budget was spent
 
 
 def test_invalid_goal_fails_fast(kin):

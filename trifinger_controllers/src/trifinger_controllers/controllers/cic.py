@@ -267,13 +267,15 @@ def rotation_between(before: np.ndarray, after: np.ndarray) -> np.ndarray:
 
 def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE_LIMIT,
                  together: bool = False) -> np.ndarray:
-    """(3, 3) ``gravity + s_i command_i`` with the largest ``s_i`` in [0, 1] per finger that keeps
-    every joint within ``limit``: a finger's command is scaled down as a whole, so its tip force
-    keeps its direction (clipping joints one by one would turn it, and a turned squeeze lets the
-    cube slip). ``together``: one factor for all fingers (the smallest), for a grasp: scaling one
-    finger's squeeze alone unbalances the others', which push the cube into it and out of the
-    grasp (a stretched finger whose own weight takes most of a joint's torque, at the workspace's
-    edge)."""
+    """(3, 3) ``gravity + s_i command_i`` with the largest ``s_i`` in [0, 1] per finger (or, with
+    ``together``, one ``s`` for all) that keeps every joint within ``limit``: a finger's command
+    is scaled down as a whole, so its tip force keeps its direction (clipping joints one by one
+    would turn it, and a turned squeeze lets the cube slip). ``together``, for a grasp: the
+    smallest factor of the fingers that have room, for all of them; scaling one finger's squeeze
+    alone unbalances the others', which push the cube into it and out of the grasp (a stretched
+    finger whose own weight takes most of a joint's torque, at the workspace's edge). A finger
+    whose gravity torque alone leaves no room (factor 0) gets 0 alone: all the others letting go
+    would drop the cube for certain."""
     total = gravity + command
     if np.max(np.abs(total)) <= limit:  # the usual case
         return total
@@ -281,8 +283,8 @@ def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE
         room = np.where(command > 0, (limit - gravity) / command,
                         np.where(command < 0, (-limit - gravity) / command, np.inf))
     scale = np.clip(np.min(room, axis=1, keepdims=True), 0.0, 1.0)
-    if together:
-        scale = np.full_like(scale, scale.min())
+    if together and np.any(scale > 0.0):
+        scale = np.where(scale > 0.0, scale[scale > 0.0].min(), 0.0)
     return gravity + scale * command
 
 

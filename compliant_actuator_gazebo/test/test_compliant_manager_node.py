@@ -204,13 +204,14 @@ class CompliantManagerNode(unittest.TestCase):
         return received / (time.monotonic() - counted_from)
 
     def test_4_rate_is_the_publish_rate(self):
-        """Frames at ~publish_rate give ~publish_rate robot_state (within 10 %), also when they
-        come two at a time (the timer sampling of before published every other: half the
-        rate); frames at twice the rate are held to it."""
+        """Frames at ~publish_rate give ~publish_rate robot_state, also when they come two at a
+        time (the timer sampling of before published every other: half the rate); frames at
+        twice the rate are held to it. Within 25 %: that tells the rate from half and twice
+        it on a loaded machine (the wall-clock rate itself is no test figure)."""
         rate = rospy.get_param("/compliant_manager/publish_rate")
         for frame_rate, burst in ((rate, 1), (rate, 2), (2 * rate, 1)):
             got = self.feed(frame_rate, burst, LEAD_IN + 3.0)
-            self.assertLess(abs(got - rate), 0.1 * rate,
+            self.assertLess(abs(got - rate), 0.25 * rate,
                             f"frames at {frame_rate:g} Hz, {burst} at a time: robot_state "
                             f"{got:.1f} Hz, ~publish_rate {rate:g} Hz")
 

@@ -4,8 +4,9 @@
 #   bo   Table III: BO of the three pairings on level 3 (4 random + 50 BO candidates, BO_EPISODES
 #        episodes (default 4) of BO_SECONDS (default 30, the benchmark's length) each, seed 1000,
 #        drops penalised), then bo-validate (below), then each chosen set on the benchmark's 20
-#        level-3 trials (seed 2019) (~50 min per controller on one core; CPC's committed search
-#        and the level-4 ones ran with BO_EPISODES=3 BO_SECONDS=15, their JSON records it)
+#        level-3 trials (seed 2019) (~50 min per controller on one core; CPC's and CIC's committed
+#        searches ran with BO_EPISODES=3 BO_SECONDS=15, their JSON records it; CIC's parameters
+#        include its approach speed and closing time, as MP's do)
 #   bo-validate  the last two steps alone, for the committed searches results/bo_*_l3.json: the
 #        5 best candidates of each and the manual set re-scored on 10 episodes of seed 1001 at the
 #        benchmark's 30 s (5 episodes of the search's 15 s kept a CIC set that dropped 10 % of
@@ -16,8 +17,8 @@
 #        seed 1000), then base vs base + RPL on 20 trials (seed 2019) (~1 h per controller)
 #   rpl-compare  Table IV's comparison alone, for the committed policies results/rpl_*_l3.pt, after
 #        a change to a base controller (the learning curves stay as trained) (~10 min per controller)
-#   unseen  level 3 of the three pairings on seeds nobody tuned for (7 and 11; the tables use
-#        2019), 20 trials each, results/unseen_*_l3_seed*.json (~20 min on one core)
+#   unseen  level 3 of the three pairings on seeds nobody tuned for (7, 11 and 31; the tables use
+#        2019), 20 trials each, results/unseen_*_l3_seed*.json (~20 min per seed on one core)
 # LEVEL=4 (environment) runs bo and bo-validate on level 4 with the paper's 10 deg initial
 # orientation error instead (files bo_*_l4*; the evaluation's 20 trials at 10 deg, seed 2019).
 # Both run under the object tracker model and the physics randomisation (the tools' defaults).
@@ -26,7 +27,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PKG="$ROOT/trifinger_controllers"
 declare -A PARAMS=(
   [cpc]=kp,kp_max,gain_growth,gain_interval,ki,kd,cube_gain,speed
-  [cic]=stiffness_xy,stiffness_z,damping,position_gain,integral_gain,grasp_force,reference_depth,reference_height,goal_speed
+  [cic]=stiffness_xy,stiffness_z,damping,position_gain,integral_gain,grasp_force,reference_depth,reference_height,goal_speed,approach_speed,close_time
   [mp]=path_speed,correction_gain,correction_duration,approach_time,close_time
 )
 declare -A GRASP=([cpc]=tg [cic]=cg [mp]=pg)
@@ -63,7 +64,7 @@ case "${1:-}" in
         --compare-seed 2019 --quiet --out "$PKG/results/rpl_${c}_l3.pt" --json "$PKG/results/rpl_${c}_l3.json"
     done ;;
   unseen)
-    for seed in ${SEEDS:-7 11}; do
+    for seed in ${SEEDS:-7 11 31}; do
       for c in ${2:-cpc cic mp}; do
         rosrun trifinger_controllers evaluate --controller "$c" --grasp "${GRASP[$c]}" --level 3 --trials 20 \
           --seed "$seed" --quiet --json "$PKG/results/unseen_${c}_l3_seed${seed}.json"

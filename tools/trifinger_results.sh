@@ -2,11 +2,11 @@
 # The TriFinger result files of trifinger_controllers/README.md (simulation, issue 19), from the
 # committed tools. Usage: tools/trifinger_results.sh bo|bo-validate|rpl|rpl-compare|unseen [CONTROLLERS]
 #   bo   Table III: BO of the three pairings on level 3 (4 random + 50 BO candidates, BO_EPISODES
-#        episodes (default 4) of BO_SECONDS (default 30, the benchmark's length) each, seed 1000,
-#        drops penalised), then bo-validate (below), then each chosen set on the benchmark's 20
-#        level-3 trials (seed 2019) (~50 min per controller on one core; CPC's and CIC's committed
-#        searches ran with BO_EPISODES=3 BO_SECONDS=15, their JSON records it; CIC's parameters
-#        include its approach speed and closing time, as MP's do)
+#        episodes of BO_SECONDS each, seed 1000, drops penalised; by default the committed
+#        searches' 3 of 15 s for CPC and CIC, 4 of the benchmark's 30 s for MP), then bo-validate
+#        (below), then each chosen set on the benchmark's 20 level-3 trials (seed 2019) (~1 h
+#        per controller on one core; CIC's parameters include its approach speed and closing
+#        time, as MP's do)
 #   bo-validate  the last two steps alone, for the committed searches results/bo_*_l3.json: the
 #        5 best candidates of each and the manual set re-scored on 10 episodes of seed 1001 at the
 #        benchmark's 30 s (5 episodes of the search's 15 s kept a CIC set that dropped 10 % of
@@ -31,6 +31,8 @@ declare -A PARAMS=(
   [mp]=path_speed,correction_gain,correction_duration,approach_time,close_time
 )
 declare -A GRASP=([cpc]=tg [cic]=cg [mp]=pg)
+declare -A EPISODES=([cpc]=3 [cic]=3 [mp]=4)
+declare -A EPISODE_SECONDS=([cpc]=15 [cic]=15 [mp]=30)
 LEVEL="${LEVEL:-3}"
 case "$LEVEL" in
   3) TASK=(--level 3) ;;
@@ -42,7 +44,7 @@ case "${1:-}" in
     for c in ${2:-cpc cic mp}; do
       if [ "$1" = bo ]; then
         rosrun trifinger_controllers optimize --controller "$c" "${TASK[@]}" --iterations 50 \
-          --episodes "${BO_EPISODES:-4}" --seconds "${BO_SECONDS:-30}" --seed 1000 --parameters "${PARAMS[$c]}" --quiet \
+          --episodes "${BO_EPISODES:-${EPISODES[$c]}}" --seconds "${BO_SECONDS:-${EPISODE_SECONDS[$c]}}" --seed 1000 --parameters "${PARAMS[$c]}" --quiet \
           --out "$PKG/config/bo_${c}_l${LEVEL}.yaml" --json "$PKG/results/bo_${c}_l${LEVEL}.json"
       fi
       rosrun trifinger_controllers bo-validate --bo "$PKG/results/bo_${c}_l${LEVEL}.json" --top 5 --episodes 10 \

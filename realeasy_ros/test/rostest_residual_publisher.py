@@ -112,7 +112,6 @@ class ResidualPublisher(unittest.TestCase):
         # bad messages among the good ones (indices into the stream where they are inserted)
         bad = {50: "missing", 120: "length", 200: "nan", 260: "inf", 330: "fast"}
         reversed_names = list(reversed(self.names))
-        sent = []
         period = 1.0 / RATE
         next_time = time.monotonic()
         for k in range(n):
@@ -138,7 +137,6 @@ class ResidualPublisher(unittest.TestCase):
                 msg = joint_state(t[k], reversed_names, q[k][::-1], qd[k][::-1], tau[k][::-1])
             else:
                 msg = joint_state(t[k], self.names, q[k], qd[k], tau[k])
-            sent.append(time.monotonic())
             pub.publish(msg)
             next_time += period
             time.sleep(max(0.0, next_time - time.monotonic()))
@@ -147,12 +145,10 @@ class ResidualPublisher(unittest.TestCase):
         with listener.lock:
             realistic = listener.messages(REALISTIC)
             residual = listener.messages(RESIDUAL)
-            arrivals = np.array([a for a, _ in listener.received(REALISTIC)])
-        # the input's stamps, in order (no message lost, none added), each published after its
-        # input was sent (keeping up with the input's rate is load-dependent: bench/node_latency.py
-        # measures it, messages lost at 1 kHz and the latency)
+        # one output per input, with the input's stamps, in order (no message lost, none added;
+        # keeping up with the input's rate depends on the load: bench/node_latency.py measures
+        # it, messages lost at 1 kHz and the latency)
         np.testing.assert_allclose([m.header.stamp.to_sec() for m in realistic], t, atol=1e-6)
-        self.assertTrue(np.all(arrivals >= np.array(sent)))
         # values equal an offline stream over the valid samples: the bad ones did not touch the
         # hidden state
         offline = ResidualStream(self.model)

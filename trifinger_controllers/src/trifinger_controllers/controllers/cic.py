@@ -283,8 +283,9 @@ def fit_to_limit(command: np.ndarray, gravity: np.ndarray, limit: float = TORQUE
         room = np.where(command > 0, (limit - gravity) / command,
                         np.where(command < 0, (-limit - gravity) / command, np.inf))
     scale = np.clip(np.min(room, axis=1, keepdims=True), 0.0, 1.0)
-    if together and np.any(scale > 0.0):
-        scale = np.where(scale > 0.0, scale[scale > 0.0].min(), 0.0)
+    has_room = scale > 0.0
+    if together and has_room.any():
+        scale = np.where(has_room, scale[has_room].min(), 0.0)
     return gravity + scale * command
 
 

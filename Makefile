@@ -8,6 +8,8 @@
 #   make docker  the robot PC image (docker or podman; docker/README.md)
 #   make docker-test  that image built from a bare Debian base made here, smoke-tested inside and
 #                on the host (CI runs it after make test)
+#   make gazebo  the Gazebo 11 image (Debian 11 base made here; docker/gazebo/README.md)
+#   make gazebo-test  that image built from this checkout and the Gazebo tests against it (CI)
 #   make study   the Realeasy accuracy and transfer figures (realeasy_ros/results/, ~35 min)
 #   make diffnea-results  DiffNEA Table 1 (iiwa) and the Panda identification loop (~40 min)
 #   make kernel-results   the delivery-vehicle experiment and the Panda kernels (~6 min)
@@ -19,10 +21,10 @@ SHELL := /bin/bash
 ROOT     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 VENV     := $(ROOT)/.venv
 WS       := $(ROOT)/build/ws
-PACKAGES := sim2real_checks panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline
+PACKAGES := sim2real_checks sim2real_gazebo panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline
 RUN      := source $(ROOT)/env.sh &&
 
-.PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results trifinger-bo trifinger-rpl docker docker-test clean
+.PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results trifinger-bo trifinger-rpl docker docker-test gazebo gazebo-test clean
 
 help:
 	@echo "make demo | make pipeline | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make trifinger-bo | make trifinger-rpl | make setup | make clean"
@@ -137,6 +139,14 @@ docker:
 # The image from a bare Debian base (mmdebstrap, no registry) and its smoke test (tools/docker_test.sh).
 docker-test: setup
 	bash $(ROOT)/tools/docker_test.sh
+
+# Gazebo 11 (Debian 11 container; docker/gazebo/README.md): the image, and the tests in gzserver.
+gazebo:
+	bash $(ROOT)/tools/apt_install.sh $(ROOT)/docker/host-packages.txt
+	bash $(ROOT)/tools/gazebo_image.sh
+
+gazebo-test: setup gazebo
+	$(RUN) bash $(ROOT)/tools/gazebo_test.sh
 
 clean:
 	rm -rf $(ROOT)/build $(ROOT)/reports $(ROOT)/.ros

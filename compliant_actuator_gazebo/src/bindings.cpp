@@ -18,6 +18,7 @@
 #include "compliant_actuator_gazebo/actuators.hpp"
 #include "compliant_actuator_gazebo/compliant_joint.hpp"
 #include "compliant_actuator_gazebo/factory.hpp"
+#include "compliant_actuator_gazebo/input_bounds.hpp"
 #include "compliant_actuator_gazebo/motor.hpp"
 #include "compliant_actuator_gazebo/one_dof.hpp"
 #include "compliant_actuator_gazebo/pid.hpp"
@@ -607,6 +608,20 @@ PYBIND11_MODULE(_core, m) {
         "the namespace when the block gives none, check_joint(name) -> '' or why the joint "
         "cannot carry the actuator (None: no check), where (prefix of the messages) -> "
         "PluginSettings; ValueError (one line) for the first problem.");
+
+  m.def(
+      "input_bounds",
+      [](const Actuator& actuator, const JointParams& params, double lower, double upper,
+         double effort) {
+        py::dict out;
+        const auto bounds = input_bounds(actuator, params, lower, upper, effort);
+        for (int i = 0; i < kInputCount; ++i)
+          out[input_name(static_cast<Input>(i))] = py::make_tuple(bounds[i].low, bounds[i].high);
+        return out;
+      },
+      py::arg("actuator"), py::arg("params"), py::arg("lower"), py::arg("upper"), py::arg("effort"),
+      "The Gazebo plugin's input checks (input_bounds.hpp): {input name: (low, high)} from the "
+      "joint's position limits (NaN or infinite: continuous) and effort limit (<= 0: none).");
 
   // ---------------------------------------------------------------- 1-DoF plant
   bind_struct<OneDofLink>(m, "OneDofLink",

@@ -117,3 +117,34 @@ def test_hostile_variants_raise_nothing_but_rejected(good, stream):
         except Rejected:
             rejected += 1
     assert rejected >= len(hostile_cases(good)) - 1          # all but the far-future stamp
+
+
+@pytest.mark.parametrize("xacro, args", [
+    ("five_dof_arm.urdf.xacro", {}),
+    ("one_dof.urdf.xacro", {"actuator": "awas"}),
+    ("one_dof.urdf.xacro", {"actuator": "bavs", "mode": "6"}),
+    ("two_dof_qbmove.urdf.xacro", {}),
+])
+def test_the_gazebo_plugins_bounds_equal_bounds_py(xacro, args):
+    """cag.input_bounds (input_bounds.hpp, the Gazebo plugin's checks) gives every input the
+    range bounds.py gives compliant_sim, from the same URDF limits."""
+    import compliant_actuator_gazebo as cag
+    description = load_description(os.path.join(PACKAGE, "urdf", xacro), args)
+    for spec in description.compliant:
+        urdf = description.urdf_joint(spec.joint)
+        lower = urdf.lower if urdf.lower is not None else math.nan
+        upper = urdf.upper if urdf.upper is not None else math.nan
+        cpp = cag.input_bounds(spec.actuator, spec.params, lower, upper, urdf.effort or 0.0)
+        python = joint_bounds(spec, urdf).inputs
+        assert set(cpp) == set(python)
+        for name, (low, high) in cpp.items():
+            assert (low, high) == pytest.approx((python[name].low, python[name].high)), (spec.joint, name)
+
+
+def test_the_gazebo_plugins_bounds_of_a_continuous_joint():
+    import compliant_actuator_gazebo as cag
+    sea = cag.make_actuator("sea", {})
+    params = cag.make_joint_params(3, {})
+    wide = cag.input_bounds(sea, params, -1e16, 1e16, -1.0)      # Gazebo's continuous joint
+    assert wide["link_command"] == (-CONTINUOUS_RANGE, CONTINUOUS_RANGE)
+    assert wide["torque_command"] == (-12.0, 12.0)                # no effort limit: the motors'

@@ -1,4 +1,5 @@
-"""Step responses of the 1-DoF structures of paper 003 Fig. 8 (§4.1) in the embedded simulation.
+"""Step responses of the 1-DoF structures of paper 003 Fig. 8 (§4.1) in the embedded simulation
+or in Gazebo (``engine``).
 
 Each structure is urdf/one_dof.urdf.xacro (0.2 kg at 0.04 m from the axis, under gravity) on one
 actuator in operation mode 3 (compliance model driven by the equilibrium position and the
@@ -13,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.embedded import EmbeddedSimulation
+from compliant_actuator_gazebo.gazebo_engine import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
 
@@ -57,7 +58,8 @@ class StepResponse:
 
 def run_step_response(actuator: str, behaviour: str, amplitude: float = 0.8,
                       duration: float = 0.6, settle: float = 0.5, physics_rate: float = 10000.0,
-                      sample_rate: float = 10000.0, xacro_path: Optional[str] = None) -> StepResponse:
+                      sample_rate: float = 10000.0, xacro_path: Optional[str] = None,
+                      engine: str = "embedded") -> StepResponse:
     """Hold the equilibrium at 0 for ``settle`` s, step it to ``amplitude`` and record the link.
 
     ``physics_rate`` defaults to 10 kHz: the stiff AwAS-II (sigma ~ 3.6e3 N m/rad on a link of
@@ -69,7 +71,7 @@ def run_step_response(actuator: str, behaviour: str, amplitude: float = 0.8,
     args = {"actuator": actuator, "mode": 3, **dict(preset.description_args)}
     description = load_description(xacro_path or package_file("urdf", "one_dof.urdf.xacro"), args)
     every = max(1, int(round(physics_rate / sample_rate)))
-    with EmbeddedSimulation(description, physics_rate=physics_rate) as sim:
+    with make_simulation(engine, description, physics_rate, sample_rate=sample_rate) as sim:
         joint = description.compliant[0].joint
         sim.set_input(joint, "stiffness_preset", preset.preset)
         sim.set_input(joint, "equilibrium_position", 0.0)

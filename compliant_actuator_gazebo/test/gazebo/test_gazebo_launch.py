@@ -1,0 +1,142 @@
+"""roslaunch compliant_actuator_gazebo gazebo.launch as a user runs it (issue 35): gzserver in the
+container with sim time on /clock and gazebo_ros's physics services, the README's `rostopic pub`
+outcomes, the manager working unchanged against Gazebo, and ending the launch stopping the
+container within 10 s."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import LOGS
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"no {what} within {timeout:g} s")
+
+
+class Launch:
+    def __init__(self, name: str, *args: str) -> None:
+        self.log = open(os.path.join(LOGS, f"launch_{name}.log"), "w")
+        self.proc = subprocess.Popen(["roslaunch", "compliant_actuator_gazebo", "gazebo.launch", *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(self) -> float:
+        """SIGINT as Ctrl-C does; the seconds until roslaunch and the container are gone."""
+        start = time.monotonic()
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+        return time.monotonic() - start
+
+
+def containers() -> list[str]:
+    from sim2real_gazebo import engine
+    done = subprocess.run([engine(), "ps", "--format", "{{.Names}}"], capture_output=True, text=True)
+    return [n for n in done.stdout.split() if n.startswith("sim2real-gzserver")]
+
+
+def latest(topic: str, msg_type, timeout: float = 30.0):
+    import rospy
+    return rospy.wait_for_message(topic, msg_type, timeout=timeout)
+
+
+def pub(topic: str, value: float) -> None:
+    subprocess.run(["rostopic", "pub", "-1", topic, "std_msgs/Float64", f"data: {value}"],
+                   check=True, capture_output=True, timeout=30)
+
+
+def sim_time() -> float:
+    from rosgraph_msgs.msg import Clock
+    return latest("/clock", Clock).clock.to_sec()
+
+
+def settle_for(seconds: float) -> None:
+    start = sim_time()
+    wait_for(lambda: sim_time() - start >= seconds, 60.0, f"{seconds} s of sim time")
+
+
+@pytest.fixture
+def one_dof():
+    import rospy
+    launch = Launch("one_dof", "model:=one_dof", "actuator:=qbmove")
+    try:
+        from compliant_actuator_gazebo.msg import LinkState
+        latest("/one_dof/joint_1/link_state", LinkState, timeout=90.0)
+        yield launch
+    finally:
+        launch.stop()
+        rospy.delete_param("/use_sim_time")
+
+
+def test_the_readme_rostopic_pub_outcomes_in_gazebo(one_dof):
+    from compliant_actuator_gazebo.msg import LinkState
+    pub("/one_dof/joint_1/equilibrium_position", 0.5)
+    settle_for(3.0)
+    state = latest("/one_dof/joint_1/link_state", LinkState)
+    assert state.position == pytest.approx(0.33, abs=0.02)        # soft preset: gravity sags it
+    pub("/one_dof/joint_1/stiffness_preset", 0.6)
+    settle_for(3.0)
+    assert latest("/one_dof/joint_1/link_state", LinkState).position == pytest.approx(0.49, abs=0.02)
+
+
+def test_clock_and_the_physics_services(one_dof):
+    import rospy
+    from std_srvs.srv import Empty
+    t0 = sim_time()
+    wait_for(lambda: sim_time() > t0 + 0.5, 30.0, "advancing /clock")
+    rospy.ServiceProxy("/gazebo/pause_physics", Empty)()
+    paused = sim_time()
+    time.sleep(1.0)
+    assert sim_time() == pytest.approx(paused, abs=2e-3)          # frozen (a last tick may pass)
+    rospy.ServiceProxy("/gazebo/unpause_physics", Empty)()
+    wait_for(lambda: sim_time() > paused + 0.5, 30.0, "/clock after unpausing")
+    before = sim_time()
+    rospy.ServiceProxy("/gazebo/reset_simulation", Empty)()
+    wait_for(lambda: sim_time() < before - 0.4, 30.0, "/clock back after the reset")
+
+
+def test_ending_the_launch_stops_the_container_within_10_s():
+    import rospy
+    launch = Launch("stop", "model:=two_dof_qbmove")
+    try:
+        from compliant_actuator_gazebo.msg import LinkState
+        latest("/two_dof_qbmove/joint_2/link_state", LinkState, timeout=90.0)
+        assert containers()
+    finally:
+        seconds = launch.stop()
+        rospy.delete_param("/use_sim_time")
+    assert seconds <= 10.0, seconds
+    assert not containers()
+
+
+def test_the_manager_works_unchanged_against_gazebo():
+    import rospy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from compliant_actuator_gazebo.msg import LinkState
+    launch = Launch("manager", "model:=five_dof_arm", "manager:=true")
+    try:
+        state = latest("/five_dof_arm/robot_state", JointState, timeout=90.0)
+        assert list(state.name) == [f"joint_{i}" for i in range(1, 6)]
+        pub_ = rospy.Publisher("/five_dof_arm/reference_1", Float64MultiArray, queue_size=1, latch=True)
+        pub_.publish(Float64MultiArray(data=[0.3, 0.2, 0.1, 0.0, -0.2]))
+        settle_for(3.0)
+        link = latest("/five_dof_arm/joint_1/link_state", LinkState)
+        assert link.position == pytest.approx(0.3, abs=0.05)
+        pub_.unregister()
+    finally:
+        launch.stop()
+        rospy.delete_param("/use_sim_time")

@@ -1,0 +1,134 @@
+// Gazebo 11 SystemPlugin: the part of gazebo_ros_api_plugin a sim2real user needs, without
+// gazebo_ros (no Debian release packages it). Load it with `gzserver -s
+// libsim2real_gazebo_ros_api.so`.
+//   * ros::init as node /gazebo (the model plugins then find ROS initialised);
+//   * /clock (rosgraph_msgs/Clock), sim time, at most ~pub_clock_frequency per simulated second;
+//   * /gazebo/pause_physics, /gazebo/unpause_physics, /gazebo/reset_simulation, /gazebo/reset_world
+//     (std_srvs/Empty, gazebo_ros's names) and /gazebo/step_world (sim2real_gazebo/StepWorld:
+//     lock-step driving of a paused world);
+//   * the model of the parameter named by ~spawn (URDF or SDF text, e.g. robot_description)
+//     inserted when the world is created, as gazebo_ros's spawn_model does at launch.
+// Errors are one gzerr line; gzserver never stops because of this plugin.
+#include <ros/callback_queue.h>
+#include <ros/ros.h>
+#include <rosgraph_msgs/Clock.h>
+#include <sim2real_gazebo/StepWorld.h>
+#include <std_srvs/Empty.h>
+
+#include <atomic>
+#include <gazebo/common/Events.hh>
+#include <gazebo/common/Plugin.hh>
+#include <gazebo/physics/physics.hh>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace gazebo {
+
+class Sim2RealRosApi : public SystemPlugin {
+ public:
+  ~Sim2RealRosApi() override {
+    update_.reset();
+    created_.reset();
+    running_ = false;
+    if (spinner_) spinner_->stop();
+    services_.clear();
+    nh_.reset();
+    if (ros::isInitialized()) ros::shutdown();
+  }
+
+  void Load(int argc, char** argv) override {
+    if (!ros::isInitialized()) ros::init(argc, argv, "gazebo", ros::init_options::NoSigintHandler);
+    if (!ros::master::check()) {
+      gzerr << "[sim2real_gazebo_ros_api] no ROS master at " << ros::master::getURI()
+            << "; start roscore (or roslaunch) first, ROS_MASTER_URI must name it\n";
+      return;
+    }
+    nh_ = std::make_unique<ros::NodeHandle>("~");  // /gazebo
+    nh_->setCallbackQueue(&queue_);
+    nh_->param("pub_clock_frequency", clock_rate_, 1000.0);
+    nh_->param<std::string>("spawn", spawn_param_, "");
+    created_ = event::Events::ConnectWorldCreated([this](std::string name) { OnWorld(name); });
+  }
+
+ private:
+  void OnWorld(const std::string& name) {
+    world_ = physics::get_world(name);
+    if (!world_ || !nh_) return;
+    ros::NodeHandle root;
+    root.setCallbackQueue(&queue_);
+    clock_pub_ = root.advertise<rosgraph_msgs::Clock>("/clock", 10);
+    Empty("pause_physics", [this] { world_->SetPaused(true); });
+    Empty("unpause_physics", [this] { world_->SetPaused(false); });
+    Empty("reset_simulation", [this] { world_->Reset(); });
+    Empty("reset_world", [this] { world_->ResetEntities(physics::Base::MODEL); });
+    services_.push_back(nh_->advertiseService<sim2real_gazebo::StepWorld::Request,
+                                              sim2real_gazebo::StepWorld::Response>(
+        "step_world", [this](sim2real_gazebo::StepWorld::Request& req,
+                             sim2real_gazebo::StepWorld::Response& res) {
+          if (req.steps > 0) {
+            if (!world_->IsPaused()) world_->SetPaused(true);
+            world_->Step(req.steps);  // blocks until the steps are done
+          }
+          res.sim_time = world_->SimTime().Double();
+          res.iterations = world_->Iterations();
+          return true;
+        }));
+    update_ = event::Events::ConnectWorldUpdateBegin(
+        [this](const common::UpdateInfo& info) { PublishClock(info.simTime); });
+    Spawn();
+    PublishClock(world_->SimTime(), true);
+    // two threads: a blocking step_world must not hold up pause, reset or another caller
+    spinner_ = std::make_unique<ros::AsyncSpinner>(2, &queue_);
+    spinner_->start();
+    ROS_INFO("sim2real_gazebo_ros_api: world '%s', /clock at %g Hz of sim time, services in %s",
+             name.c_str(), clock_rate_, nh_->getNamespace().c_str());
+  }
+
+  template <class F>
+  void Empty(const std::string& service, F action) {
+    services_.push_back(nh_->advertiseService<std_srvs::Empty::Request, std_srvs::Empty::Response>(
+        service, [action](std_srvs::Empty::Request&, std_srvs::Empty::Response&) {
+          action();
+          return true;
+        }));
+  }
+
+  // The model text of parameter ~spawn (a URDF is converted by sdformat, its <gazebo> plugin
+  // blocks become model plugins). A missing or empty parameter: one line, nothing inserted.
+  void Spawn() {
+    if (spawn_param_.empty()) return;
+    std::string text;
+    if (!ros::param::get(spawn_param_, text) || text.empty()) {
+      gzerr << "[sim2real_gazebo_ros_api] ~spawn names parameter '" << spawn_param_
+            << "', which holds no model text; nothing spawned\n";
+      return;
+    }
+    world_->InsertModelString(text);
+  }
+
+  void PublishClock(const common::Time& time, bool force = false) {
+    const double t = time.Double();
+    if (!force && clock_rate_ > 0.0 && t - last_clock_ < 1.0 / clock_rate_ - 1e-12 &&
+        t >= last_clock_)
+      return;
+    last_clock_ = t;
+    rosgraph_msgs::Clock msg;
+    msg.clock.fromSec(t);
+    clock_pub_.publish(msg);
+  }
+
+  physics::WorldPtr world_;
+  std::unique_ptr<ros::NodeHandle> nh_;
+  ros::CallbackQueue queue_;
+  std::unique_ptr<ros::AsyncSpinner> spinner_;
+  std::vector<ros::ServiceServer> services_;
+  ros::Publisher clock_pub_;
+  double clock_rate_ = 1000.0, last_clock_ = -1.0;
+  std::string spawn_param_;
+  std::atomic<bool> running_{true};
+  event::ConnectionPtr created_, update_;
+};
+
+GZ_REGISTER_SYSTEM_PLUGIN(Sim2RealRosApi)
+}  // namespace gazebo

@@ -41,6 +41,10 @@ from compliant_actuator_gazebo.description import (DescriptionError, RobotDescri
 
 INPUTS: dict[str, "cag.Input"] = {cag.input_name(i): i for i in cag.Input.__members__.values()}
 InputKey = Union[str, "cag.Input"]
+MAX_JOINT_VELOCITY = 1e5
+"""[rad/s] PyBullet's per-joint velocity clamp, set far beyond any motion here: a clamp is an
+unmodelled loss (at 1000 rad/s, its old value, it took half the overshoot of Fig. 8's stiff
+AwAS-II step, which reaches ~2000 rad/s; Gazebo has no such clamp)."""
 _REFERENCE_MODES = {int(cag.Mode.MotorPositions), int(cag.Mode.EquilibriumPreset),
                     int(cag.Mode.MotorPid), int(cag.Mode.MotorPidEquilibrium)}
 
@@ -118,7 +122,7 @@ class EmbeddedSimulation:
         for j in range(p.getNumJoints(body, physicsClientId=cid)):
             info = p.getJointInfo(body, j, physicsClientId=cid)
             p.changeDynamics(body, j, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
-                             maxJointVelocity=1000.0, physicsClientId=cid)
+                             maxJointVelocity=MAX_JOINT_VELOCITY, physicsClientId=cid)
             if info[2] != p.JOINT_FIXED:
                 index[info[1].decode()] = j
         self.movable_joints: tuple[str, ...] = tuple(index)

@@ -29,7 +29,7 @@ from typing import Optional
 import numpy as np
 
 from compliant_actuator_gazebo.description import RobotDescription, load_description
-from compliant_actuator_gazebo.embedded import EmbeddedSimulation
+from compliant_actuator_gazebo.gazebo_engine import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, FIG8_PRESETS, Preset
 
@@ -150,15 +150,19 @@ def log_chirp(time: np.ndarray, f0: float, f1: float, duration: float, amplitude
     return x * w
 
 
-def empirical_transfer_function(u: np.ndarray, y: np.ndarray, dt: float):
+def empirical_transfer_function(u: np.ndarray, y: np.ndarray, dt: float, held: bool = False):
     """(f [Hz], H = Y / U) at the DFT frequencies of the records (deviations from the operating
-    point, sampled every ``dt``); the H1 estimate with one segment."""
+    point, sampled every ``dt``); the H1 estimate with one segment. ``held``: u[k] was applied
+    over [k dt, (k + 1) dt) and y[k] read at k dt (a zero-order hold, e.g. the Gazebo engine's
+    lock-step): the hold's transfer function sinc(f dt) exp(-j pi f dt) is divided out."""
     u = np.asarray(u, dtype=float)
     y = np.asarray(y, dtype=float)
     if u.shape != y.shape or u.ndim != 1 or len(u) < 4:
         raise ValueError(f"u and y must be 1-D records of the same length >= 4, got {u.shape}, {y.shape}")
     U, Y = np.fft.rfft(u), np.fft.rfft(y)
     f = np.fft.rfftfreq(len(u), dt)
+    if held:
+        U = U * np.sinc(f * dt) * np.exp(-1j * np.pi * f * dt)
     with np.errstate(divide="ignore", invalid="ignore"):
         return f, Y / U
 
@@ -247,14 +251,18 @@ def _thin(n: int, points: int) -> np.ndarray:
 
 def run_chirp(actuator: str, behaviour: str, amplitude: Optional[float] = None, span: tuple[float, float] = (0.1, 3.0),
               cycles: float = 20.0, omega_dt: float = 0.02, deflection: float = 0.01,
-              xacro_path: Optional[str] = None) -> ChirpResult:
+              xacro_path: Optional[str] = None, engine: str = "embedded",
+              samples_per_period: float = 20.0) -> ChirpResult:
     """Drive the 1-DoF structure's equilibrium with a log chirp from span[0] f_n to span[1] f_n
     (f_n: the analytic first resonance) lasting ``cycles`` periods of the lowest frequency, then
     0 until the transient has decayed (10 / slowest decay rate), and estimate Y / U.
 
     ``amplitude`` [rad] defaults to the small-signal value whose largest analytic deflection
     |1 - G| A is ``deflection`` (at most the paper's 0.15 rad). The physics rate is chosen so
-    that (fastest rate of the dynamics) x dt = ``omega_dt``.
+    that (fastest rate of the dynamics) x dt = ``omega_dt``. In Gazebo (``engine``) the input is
+    sent and the link read every ``samples_per_period``-th of the highest chirp period (lock-step
+    over the plugin's topics; the input held in between, whose hold the estimate divides out);
+    the embedded simulation sets it at every physics step.
     """
     if actuator not in FIG8_PRESETS or behaviour not in BEHAVIOURS:
         raise ValueError(f"unknown actuator/behaviour {actuator}/{behaviour}")
@@ -273,11 +281,13 @@ def run_chirp(actuator: str, behaviour: str, amplitude: Optional[float] = None, 
     dt = 1.0 / physics_rate
     duration = cycles / f0
     total = duration + 10.0 / plant.slowest_decay
-    n = int(math.ceil(total / dt))
-    t = np.arange(n) * dt
+    every = 1 if engine == "embedded" else max(1, int(physics_rate / (samples_per_period * f1)))
+    hold = every * dt
+    n = int(math.ceil(total / hold))
+    t = np.arange(n) * hold
     u = log_chirp(t, f0, f1, duration, amplitude)
     q = np.empty(n)
-    with EmbeddedSimulation(description, physics_rate=physics_rate) as sim:
+    with make_simulation(engine, description, physics_rate, sample_rate=physics_rate / every) as sim:
         joint = spec.joint
         sim.set_input(joint, "stiffness_preset", preset.preset)
         sim.set_input(joint, "equilibrium_position", 0.0)
@@ -286,12 +296,12 @@ def run_chirp(actuator: str, behaviour: str, amplitude: Optional[float] = None, 
         for i in range(n):
             q[i] = state(joint).q
             set_input(joint, "equilibrium_position", u[i])
-            step(1)
+            step(every)
         unstable = sim.stability_report()
     if unstable:
         raise RuntimeError(f"{actuator}/{behaviour}: {'; '.join(unstable)}")
     y = q - q0
-    f, h = empirical_transfer_function(u, y, dt)
+    f, h = empirical_transfer_function(u, y, hold, held=every > 1)
     inside = (f >= f0) & (f <= f1)
     f, h = f[inside], h[inside]
     natural = phase_crossing(f, h)

@@ -14,6 +14,8 @@ NS/motor_2_state, published by the plugin at ``sample_rate`` Hz of simulated tim
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import threading
 import time as _time
 from dataclasses import dataclass, field
@@ -24,8 +26,12 @@ from compliant_actuator_gazebo.errors import CompliantError
 
 Engine = str
 ENGINES = ("embedded", "gazebo")
+LABELS = {"embedded": "embedded simulation (PyBullet)", "gazebo": "Gazebo 11 simulation (ODE)"}
+"""How results of each engine are labelled (simulation, not a real robot)."""
 STATE_TIMEOUT = 10.0
 """[s] wall time a state may take to arrive after a step before the run is abandoned."""
+CHUNK = 50
+"""Publications per lock-step call at most."""
 
 
 @dataclass
@@ -104,7 +110,8 @@ class GazeboSimulation:
     """``description`` in gzserver at ``physics_rate`` (ODE, lock-stepped), the plugin's states at
     ``sample_rate`` Hz (at most the physics rate); ``initial_inputs`` as the embedded
     simulation's. ``model_text``: the URDF spawned instead of the description's (same joints and
-    namespaces; e.g. a user's actuator this process does not load). ``log``: gzserver's output."""
+    namespaces; e.g. a user's actuator this process does not load). ``log``: gzserver's output
+    file (default: one in the temporary folder, named in errors)."""
 
     def __init__(self, description: RobotDescription, physics_rate: float = 1000.0,
                  sample_rate: Optional[float] = None, gravity: float = 9.81,
@@ -125,6 +132,9 @@ class GazeboSimulation:
             values = {k: float(v) for k, v in (initial_inputs or {}).get(spec.joint, {}).items()}
             params[f"/{spec.namespace}/initial_inputs/{spec.joint}"] = values
         self._error = GazeboError
+        if log is None:
+            log = os.path.join(tempfile.gettempdir(), f"sim2real-gzserver-{description.name}-{os.getpid()}.log")
+        self.log = log
         try:
             self.session = GazeboSession(
                 model_text or description.urdf, WorldConfig(physics_rate=float(physics_rate), real_time_factor=0.0,
@@ -170,20 +180,22 @@ class GazeboSimulation:
         return True
 
     def step(self, n: int = 1) -> None:
-        """Advance ``n`` physics steps and wait for the states published within them."""
-        if n <= 0:
-            return
-        try:
-            self._time, iterations = self.session.step(n)
-        except self._error as exc:
-            raise CompliantError(f"{self.description.name} in Gazebo: {exc}") from None
-        self._steps += n
-        last = self._time - ((iterations % self._every) * self.dt)   # the last publication
-        deadline = _time.monotonic() + STATE_TIMEOUT
-        for joint, feed in self._feeds.items():
-            if not feed.wait(last, deadline):
-                raise CompliantError(f"{self.description.name} in Gazebo: no state of {joint} "
-                                     f"at t = {last:.6f} s within {STATE_TIMEOUT:g} s")
+        """Advance ``n`` physics steps and wait for the states published within them, in chunks
+        of at most CHUNK publications (the plugin's publishers queue 100 messages: none is lost)."""
+        while n > 0:
+            chunk = min(n, CHUNK * self._every)
+            try:
+                self._time, iterations = self.session.step(chunk)
+            except self._error as exc:
+                raise CompliantError(f"{self.description.name} in Gazebo: {exc}") from None
+            self._steps += chunk
+            n -= chunk
+            last = self._time - ((iterations % self._every) * self.dt)   # the last publication
+            deadline = _time.monotonic() + STATE_TIMEOUT
+            for joint, feed in self._feeds.items():
+                if not feed.wait(last, deadline):
+                    raise CompliantError(f"{self.description.name} in Gazebo: no state of {joint} "
+                                         f"at t = {last:.6f} s within {STATE_TIMEOUT:g} s")
 
     @property
     def time(self) -> float:

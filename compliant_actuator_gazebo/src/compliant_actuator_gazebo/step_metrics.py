@@ -53,3 +53,16 @@ def step_metrics(time: np.ndarray, position: np.ndarray, amplitude: float,
                 else (0.0 if not outside.size else None))
     return StepMetrics(amplitude, final, amplitude - (final - q0), overshoot, rise_time,
                        settling, float(np.ptp(tail)))
+
+
+def trace_rms_difference(time_a: np.ndarray, value_a: np.ndarray, time_b: np.ndarray,
+                         value_b: np.ndarray) -> float:
+    """RMS of a - b over a's samples, b interpolated linearly at a's times (the engines' agreement
+    of issue 35); ValueError for traces that do not overlap."""
+    time_a, value_a = np.asarray(time_a, float), np.asarray(value_a, float)
+    time_b, value_b = np.asarray(time_b, float), np.asarray(value_b, float)
+    inside = (time_a >= time_b[0] - 1e-9) & (time_a <= time_b[-1] + 1e-9)
+    if inside.sum() < 10:
+        raise ValueError("the traces overlap in fewer than 10 samples")
+    other = np.interp(time_a[inside], time_b, value_b)
+    return float(np.sqrt(np.mean((value_a[inside] - other) ** 2)))

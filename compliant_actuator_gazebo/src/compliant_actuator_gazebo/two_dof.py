@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.embedded import EmbeddedSimulation
+from compliant_actuator_gazebo.gazebo_engine import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
 
@@ -67,7 +67,7 @@ class SinusoidMetrics:
 
 def run_two_dof(experiment: str, behaviour: str, duration: Optional[float] = None, amplitude: float = 0.8,
                 omega: float = 0.8, settle: float = 0.5, physics_rate: float = 1000.0,
-                sample_rate: float = 200.0, springs: str = "default") -> TwoDofRun:
+                sample_rate: float = 200.0, springs: str = "default", engine: str = "embedded") -> TwoDofRun:
     """Run the ``step`` or ``sinusoid`` experiment with the ``soft`` or ``stiff`` preset.
 
     ``duration`` defaults to 4 s after the step, or two periods of eq. 12 (2 * 2 pi / w)."""
@@ -81,7 +81,8 @@ def run_two_dof(experiment: str, behaviour: str, duration: Optional[float] = Non
     every = max(1, int(round(physics_rate / sample_rate)))
     inputs = {j: {"stiffness_preset": preset, "equilibrium_position": 0.0} for j in JOINTS}
     rows = []
-    with EmbeddedSimulation(description, physics_rate=physics_rate, initial_inputs=inputs) as sim:
+    with make_simulation(engine, description, physics_rate, sample_rate=sample_rate,
+                         initial_inputs=inputs) as sim:
         start = 0.0
         if experiment == "step":
             sim.step(int(round(settle * physics_rate)))
@@ -124,7 +125,7 @@ def rest_offset(actuator, preset: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def _sample(sim: EmbeddedSimulation, t: float, command: float) -> list[float]:
+def _sample(sim, t: float, command: float) -> list[float]:
     states = [sim.state(j) for j in JOINTS]
     return ([t, command, command]
             + [0.5 * (s.output.motor1.position + s.output.motor2.position) for s in states]

@@ -218,7 +218,7 @@ class CompliantActuatorPlugin : public ModelPlugin {
     try {
       if (reset) {
         core_->reset(q, time);
-        next_publish_ = time;
+        next_publish_ = time + 1.0 / publish_rate_;  // at multiples of the period
       }
       core_->update(time, q, qd);
       torque_ = core_->output().link_torque;

@@ -27,7 +27,7 @@ RUN      := source $(ROOT)/env.sh &&
 .PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results trifinger-bo trifinger-rpl docker docker-test gazebo gazebo-test clean
 
 help:
-	@echo "make demo | make pipeline | make test | make bench | make docker | make docker-test | make study | make diffnea-results | make compliant-results | make kernel-results | make trifinger-bo | make trifinger-rpl | make setup | make clean"
+	@echo "make demo | make pipeline | make test | make bench | make docker | make docker-test | make gazebo | make gazebo-test | make study | make diffnea-results | make compliant-results | make kernel-results | make trifinger-bo | make trifinger-rpl | make setup | make clean"
 
 setup: apt venv workspace
 
@@ -98,16 +98,18 @@ diffnea-results: setup
 	$(RUN) bash $(ROOT)/tools/diffnea_panda.sh
 
 # Compliant-actuator figures (compliant_actuator_gazebo/results/): paper 003 Fig. 8 step responses,
-# the §4.3 ILC (the paper's arm, and two comparison arms), the §4.2.1 chirp responses, the §4.2.2
-# 2-DoF steps and eq. 12 sinusoid, the §4.2.3 5-DoF box push, in the embedded simulation (~1 min).
-compliant-results: setup
-	$(RUN) rosrun compliant_actuator_gazebo reproduce_fig8 \
+# the §4.2.1 chirp responses and the §4.2.2 2-DoF steps and eq. 12 sinusoid in the embedded
+# simulation and in Gazebo 11 side by side (the Gazebo image: make gazebo), the §4.3 ILC (the
+# paper's arm, and two comparison arms) and the §4.2.3 5-DoF box push in the embedded simulation
+# (~8 min).
+compliant-results: setup gazebo
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_fig8 --engine embedded gazebo \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/fig8.json --plot $(ROOT)/compliant_actuator_gazebo/results/fig8.png
 	$(RUN) rosrun compliant_actuator_gazebo reproduce_ilc \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/ilc.json --plot $(ROOT)/compliant_actuator_gazebo/results/ilc.png
-	$(RUN) rosrun compliant_actuator_gazebo reproduce_chirp \
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_chirp --engine embedded gazebo \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/chirp.json --plot $(ROOT)/compliant_actuator_gazebo/results/chirp.png
-	$(RUN) rosrun compliant_actuator_gazebo reproduce_two_dof \
+	$(RUN) rosrun compliant_actuator_gazebo reproduce_two_dof --engine embedded gazebo \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/two_dof.json --plot $(ROOT)/compliant_actuator_gazebo/results/two_dof.png
 	$(RUN) rosrun compliant_actuator_gazebo reproduce_clik \
 	  --json $(ROOT)/compliant_actuator_gazebo/results/clik.json --plot $(ROOT)/compliant_actuator_gazebo/results/clik.png

@@ -190,7 +190,9 @@ class GazeboSimulation:
                 raise CompliantError(f"{self.description.name} in Gazebo: {exc}") from None
             self._steps += chunk
             n -= chunk
-            last = self._time - ((iterations % self._every) * self.dt)   # the last publication
+            # the last publication: at the newest iteration that is a multiple of every (Gazebo's
+            # clock rounds each step to 1 ns: half a step of slack)
+            last = self._time - ((iterations % self._every) + 0.5) * self.dt
             deadline = _time.monotonic() + STATE_TIMEOUT
             for joint, feed in self._feeds.items():
                 if not feed.wait(last, deadline):

@@ -11,7 +11,9 @@
 // are taken from this plugin's callback queue at the start of every step, in the world's thread:
 // an input that arrived before a step applies during that step (a changed input recomputes the
 // torque at the same time, dt = 0), so a lock-stepped run (sim2real_gazebo's step_world) is
-// deterministic. Parameters (ROS, read at load): /<robot>/publish_rate [Hz of sim time, 100],
+// deterministic. States go out at every world iteration that is a multiple of
+// round(1 / (publish_rate * step)). Parameters (ROS, read at load): /<robot>/publish_rate [Hz of
+// sim time, 100],
 // /<robot>/initial_inputs {joint: {input: value}} as compliant_sim's ~initial_inputs.
 #include <compliant_actuator_gazebo/Float64Stamped.h>
 #include <compliant_actuator_gazebo/LinkState.h>
@@ -89,6 +91,10 @@ class CompliantActuatorPlugin : public ModelPlugin {
       if (!(publish_rate_ > 0.0))
         throw std::runtime_error(robot + "/publish_rate must be a number > 0, got " +
                                  std::to_string(publish_rate_));
+      // states every publish_every_-th world iteration: the rate in whole steps (no drift of a
+      // time schedule against Gazebo's nanosecond clock)
+      const double step = world_->Physics()->GetMaxStepSize();
+      publish_every_ = std::max<uint64_t>(1, std::llround(1.0 / (publish_rate_ * step)));
       InitialInputs(robot + "/initial_inputs/" + settings.joint);
       nh_ = std::make_unique<ros::NodeHandle>(ns_);  // throws for a name ROS refuses
       nh_->setCallbackQueue(&queue_);
@@ -113,8 +119,10 @@ class CompliantActuatorPlugin : public ModelPlugin {
     begin_ = event::Events::ConnectWorldUpdateBegin(
         [this](const common::UpdateInfo&) { OnStepBegin(); });
     end_ = event::Events::ConnectWorldUpdateEnd([this] { OnStepEnd(); });
-    ROS_INFO("%s: %s actuator in operation mode %d, states at %g Hz", ns_.c_str(),
-             settings.actuator_type.c_str(), settings.mode, publish_rate_);
+    ROS_INFO("%s: %s actuator in operation mode %d, states every %lu steps (%g Hz)", ns_.c_str(),
+             settings.actuator_type.c_str(), settings.mode,
+             static_cast<unsigned long>(publish_every_),
+             1.0 / (publish_every_ * world_->Physics()->GetMaxStepSize()));
   }
 
   // World reset: restart the core where the joint is, at the current time (next step).
@@ -206,11 +214,7 @@ class CompliantActuatorPlugin : public ModelPlugin {
   void OnStepEnd() {
     last_time_ = world_->SimTime().Double();
     Update(last_time_, false);
-    if (last_time_ + 1e-9 >= next_publish_) {
-      next_publish_ =
-          std::max(next_publish_ + 1.0 / publish_rate_, last_time_ + 0.5 / publish_rate_);
-      Publish();
-    }
+    if (world_->Iterations() % publish_every_ == 0) Publish();
   }
 
   void Update(double time, bool reset) {
@@ -218,7 +222,6 @@ class CompliantActuatorPlugin : public ModelPlugin {
     try {
       if (reset) {
         core_->reset(q, time);
-        next_publish_ = time + 1.0 / publish_rate_;  // at multiples of the period
       }
       core_->update(time, q, qd);
       torque_ = core_->output().link_torque;
@@ -281,7 +284,8 @@ class CompliantActuatorPlugin : public ModelPlugin {
   std::array<compliant::InputRange, compliant::kInputCount> bounds_{};
   bool used_[compliant::kInputCount] = {};
   std::string ns_;
-  double publish_rate_ = 100.0, next_publish_ = 0.0, last_time_ = 0.0;
+  double publish_rate_ = 100.0, last_time_ = 0.0;
+  uint64_t publish_every_ = 1;  // world steps per publication
   double torque_ = 0.0, q_ = 0.0, qd_ = 0.0;
   bool torque_ok_ = false, reset_pending_ = false, inputs_changed_ = false;
   ros::CallbackQueue queue_;  // declared before nh_: destroyed after the subscriptions

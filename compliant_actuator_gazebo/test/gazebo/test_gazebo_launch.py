@@ -42,10 +42,19 @@ class Launch:
         return time.monotonic() - start
 
 
-def containers() -> list[str]:
+def clear_sim_time() -> None:
+    """The launch's /use_sim_time off the shared master (the next test's nodes run on wall time)."""
+    import rospy
+    if rospy.has_param("/use_sim_time"):
+        rospy.delete_param("/use_sim_time")
+
+
+def containers(node_pid: int) -> list[str]:
+    """The running containers of the gzserver_container node with this pid (their names carry
+    it; other runs on the machine may have theirs)."""
     from sim2real_gazebo import engine
     done = subprocess.run([engine(), "ps", "--format", "{{.Names}}"], capture_output=True, text=True)
-    return [n for n in done.stdout.split() if n.startswith("sim2real-gzserver")]
+    return [n for n in done.stdout.split() if n.startswith(f"sim2real-gzserver-{node_pid}-")]
 
 
 def latest(topic: str, msg_type, timeout: float = 30.0):
@@ -58,9 +67,27 @@ def pub(topic: str, value: float) -> None:
                    check=True, capture_output=True, timeout=30)
 
 
+class ClockWatch:
+    """The newest /clock (a paused world publishes none: the last one stays)."""
+
+    def __init__(self) -> None:
+        import rospy
+        from rosgraph_msgs.msg import Clock
+        self.value = None
+        self.sub = rospy.Subscriber("/clock", Clock, self._on, queue_size=1)
+
+    def _on(self, msg) -> None:
+        self.value = msg.clock.to_sec()
+
+
+CLOCK: list = []
+
+
 def sim_time() -> float:
-    from rosgraph_msgs.msg import Clock
-    return latest("/clock", Clock).clock.to_sec()
+    if not CLOCK:
+        CLOCK.append(ClockWatch())
+    wait_for(lambda: CLOCK[0].value is not None, 30.0, "/clock")
+    return CLOCK[0].value
 
 
 def settle_for(seconds: float) -> None:
@@ -78,7 +105,7 @@ def one_dof():
         yield launch
     finally:
         launch.stop()
-        rospy.delete_param("/use_sim_time")
+        clear_sim_time()
 
 
 def test_the_readme_rostopic_pub_outcomes_in_gazebo(one_dof):
@@ -114,12 +141,16 @@ def test_ending_the_launch_stops_the_container_within_10_s():
     try:
         from compliant_actuator_gazebo.msg import LinkState
         latest("/two_dof_qbmove/joint_2/link_state", LinkState, timeout=90.0)
-        assert containers()
+        found = subprocess.run(["pgrep", "-P", str(launch.proc.pid), "-f", "gzserver_container"],
+                               capture_output=True, text=True).stdout.split()
+        assert len(found) == 1, found
+        node = int(found[0])
+        assert containers(node)
     finally:
         seconds = launch.stop()
-        rospy.delete_param("/use_sim_time")
+        clear_sim_time()
     assert seconds <= 10.0, seconds
-    assert not containers()
+    assert not containers(node)
 
 
 def test_the_manager_works_unchanged_against_gazebo():
@@ -131,12 +162,14 @@ def test_the_manager_works_unchanged_against_gazebo():
     try:
         state = latest("/five_dof_arm/robot_state", JointState, timeout=90.0)
         assert list(state.name) == [f"joint_{i}" for i in range(1, 6)]
-        pub_ = rospy.Publisher("/five_dof_arm/reference_1", Float64MultiArray, queue_size=1, latch=True)
-        pub_.publish(Float64MultiArray(data=[0.3, 0.2, 0.1, 0.0, -0.2]))
-        settle_for(3.0)
+        pub_ = rospy.Publisher("/five_dof_arm/reference_1", Float64MultiArray, queue_size=1)
+        start = sim_time()
+        while sim_time() - start < 3.0:          # a command stream, as a controller sends it
+            pub_.publish(Float64MultiArray(data=[0.3, 0.2, 0.1, 0.0, -0.2]))
+            time.sleep(0.05)
         link = latest("/five_dof_arm/joint_1/link_state", LinkState)
         assert link.position == pytest.approx(0.3, abs=0.05)
         pub_.unregister()
     finally:
         launch.stop()
-        rospy.delete_param("/use_sim_time")
+        clear_sim_time()

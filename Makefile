@@ -73,7 +73,7 @@ pipeline: setup
 	  $(if $(REALITY_CONFIG),--reality-config $(abspath $(REALITY_CONFIG))) \
 	  $(if $(TRAJECTORIES),--trajectories $(TRAJECTORIES))
 
-bench: setup
+bench: setup gazebo
 	$(RUN) bash $(ROOT)/tools/install_bench_peers.sh
 	$(RUN) python $(ROOT)/bench/run_bench.py --out $(ROOT)/bench/results
 

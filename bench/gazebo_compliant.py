@@ -14,14 +14,16 @@ Each figure is the best of ``repeats`` runs (the machine is shared and noisy).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
+import tempfile
 import time
 
 from compliant_actuator_gazebo.description import expand_xacro, parse_description
 from compliant_actuator_gazebo.embedded import EmbeddedSimulation
 from compliant_actuator_gazebo.resources import package_file
-from sim2real_checks.outputs import write_json
+from sim2real_checks.outputs import source_commit, write_json
 from sim2real_gazebo import GazeboSession, WorldConfig
 
 ARMS = {"two_dof_qbmove": {}, "five_dof_arm": {"mode": 6}}
@@ -38,8 +40,9 @@ def gazebo_seconds_per_step(urdf: str, robot: str, joints, seconds: float, plugi
     params = {f"/{robot}/publish_rate": 100.0}
     params.update({f"/{robot}/initial_inputs/{j}": {"stiffness_preset": PRESET} for j in joints})
     ready = [f"/{robot}/{j}/link_state" for j in joints] if plugins else []
+    log = os.path.join(tempfile.gettempdir(), f"sim2real-bench-gzserver-{os.getpid()}.log")
     with GazeboSession(urdf, WorldConfig(physics_rate=1000.0, real_time_factor=0.0), params=params,
-                       ready_topics=ready) as session:
+                       ready_topics=ready, log=log) as session:
         if not plugins:
             time.sleep(3.0)                      # the model loads in the background
         session.step(1000)                       # warm-up
@@ -89,6 +92,7 @@ def bench_gazebo_compliant(seconds: float = 30.0, repeats: int = 3) -> dict:
             "plugin_us_per_joint_step": 1e6 * (with_plugin - passive) / len(joints),
             "embedded_core_us_per_joint_step": 1e6 * core / len(joints),
         }
+    result["commit"] = source_commit(__file__)
     result["engine_version"] = subprocess.run(["podman", "--version"], capture_output=True,
                                               text=True).stdout.strip()
     return result

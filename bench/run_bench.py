@@ -8,7 +8,9 @@ the module docstring of its script).
   eager, TorchScript, NumPy, C++), median and p99 [us], vs the paper's 0.39 ms.
 * node_latency (residual_publisher, 1 kHz in), fci_bridge (against fci_standin over libfranka,
   normal and SCHED_FIFO 40), diffnea_dynamics (vs Pinocchio and differentiable-robot-model),
-  compliant_actuators (core step, 5-DoF arm vs rigid joints), kernel_manager (look-up with 10 000
+  compliant_actuators (core step, 5-DoF arm vs rigid joints), gazebo_compliant (the arms in
+  gzserver 11 unthrottled and the plugin's cost per joint step, vs the embedded simulation;
+  --skip-gazebo leaves it out), kernel_manager (look-up with 10 000
   kernels, target <= 50 us median, vs a NumPy scan; Algorithm 1): bench/<part>.py.
 * trifinger_controllers: paper 004 levels 3 and 4, Table II layout, compute time per call, in
   simulation (bench/trifinger_benchmark.py, ~1 h; --skip-trifinger leaves it out).
@@ -27,6 +29,7 @@ import tempfile
 import time
 
 from compliant_actuators import bench_compliant_actuators, print_table as print_compliant_table
+from gazebo_compliant import bench_gazebo_compliant, print_table as print_gazebo_table
 from fci_bridge import bench_fci_bridges
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
@@ -94,6 +97,8 @@ def main() -> None:
     parser.add_argument("--trifinger-trials", type=int, default=20, help="level-3/4 trials per pairing")
     parser.add_argument("--mix-trials", type=int, default=15, help="trials per mix-and-match cell")
     parser.add_argument("--skip-trifinger", action="store_true", help="leave out the TriFinger benchmark")
+    parser.add_argument("--skip-gazebo", action="store_true",
+                        help="leave out the Gazebo benchmark (needs the image: make gazebo)")
     args = parser.parse_args()
     limits = JointLimits.from_yaml()
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
@@ -126,6 +131,9 @@ def main() -> None:
     write_json(os.path.join(args.out, "diffnea_dynamics.json"), dynamics)
     compliant = bench_compliant_actuators()
     write_json(os.path.join(args.out, "compliant_actuators.json"), compliant)
+    gazebo = None if args.skip_gazebo else bench_gazebo_compliant()
+    if gazebo is not None:
+        write_json(os.path.join(args.out, "gazebo_compliant.json"), gazebo)
     kernels = bench_kernel_manager(histories=vehicle_histories(missions=100, seed=0))
     write_json(os.path.join(args.out, "kernel_manager.json"), kernels)
 
@@ -143,6 +151,8 @@ def main() -> None:
     print(f"{'node: messages dropped':34s} {latency['node']['dropped']:12d}")
     print_dynamics_table(dynamics)
     print_compliant_table(compliant)
+    if gazebo is not None:
+        print_gazebo_table(gazebo)
     print_kernel_table(kernels)
 
     if not args.skip_trifinger:   # last: the longest part, with its own progress bars and rows

@@ -97,7 +97,6 @@ def settle_for(seconds: float) -> None:
 
 @pytest.fixture
 def one_dof():
-    import rospy
     launch = Launch("one_dof", "model:=one_dof", "actuator:=qbmove")
     try:
         from compliant_actuator_gazebo.msg import LinkState
@@ -136,7 +135,6 @@ def test_clock_and_the_physics_services(one_dof):
 
 
 def test_ending_the_launch_stops_the_container_within_10_s():
-    import rospy
     launch = Launch("stop", "model:=two_dof_qbmove")
     try:
         from compliant_actuator_gazebo.msg import LinkState

@@ -72,3 +72,23 @@ def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         json.dump(plain(figures, finite=not allow_nan), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
         f.write("\n")
+
+
+def source_commit(path: Optional[str] = None) -> str:
+    """The commit of the checkout that holds ``path`` (default: this file), short, with
+    "+changes" when tracked files other than results (``results/`` folders) differ from it;
+    "unknown" outside a git checkout. Results record it so that a figure says which code
+    produced it."""
+    import subprocess
+    where = os.path.dirname(os.path.abspath(path or __file__))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/",
+                                ":(exclude,glob,top)**/results/**"], cwd=where, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + ("+changes" if dirty else "")

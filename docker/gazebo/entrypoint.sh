@@ -1,6 +1,7 @@
 #!/bin/bash
 # The Gazebo image's entrypoint: Gazebo's and the workspace's environment, the plugins on
-# GAZEBO_PLUGIN_PATH (the example actuator library on LD_LIBRARY_PATH), then the command.
+# GAZEBO_PLUGIN_PATH (the example actuator library on LD_LIBRARY_PATH), then the command (tied to
+# its owner's life when SIM2REAL_OWNER_PID is set).
 # Gazebo's own transport stays on loopback unless the caller chose otherwise.
 set -e
 master="${GAZEBO_MASTER_URI:-http://127.0.0.1:11345}"   # setup.sh overwrites it
@@ -16,4 +17,19 @@ export GAZEBO_IP="${GAZEBO_IP:-127.0.0.1}" IGN_IP="${IGN_IP:-127.0.0.1}"
 export ROS_IP="${ROS_IP:-127.0.0.1}"
 export GAZEBO_MASTER_URI="$master"
 export GAZEBO_MODEL_DATABASE_URI=""       # no model downloads: worlds include no model://
-exec "$@"
+# With SIM2REAL_OWNER_PID (a host pid; the container shares the host's pid namespace), the
+# command stops when that process is gone, so a killed host process leaves no gzserver behind.
+if [ -z "${SIM2REAL_OWNER_PID:-}" ]; then exec "$@"; fi
+"$@" &
+child=$!
+trap 'kill -INT "$child" 2>/dev/null' INT TERM
+while kill -0 "$child" 2>/dev/null; do
+  if ! kill -0 "$SIM2REAL_OWNER_PID" 2>/dev/null; then
+    echo "entrypoint: process $SIM2REAL_OWNER_PID is gone: stopping $1" >&2
+    kill -INT "$child" 2>/dev/null
+    for _ in 1 2 3 4 5; do kill -0 "$child" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$child" 2>/dev/null
+  fi
+  sleep 1 & wait $!
+done
+wait "$child"

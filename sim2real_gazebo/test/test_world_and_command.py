@@ -1,5 +1,6 @@
 """The host side of sim2real_gazebo without a container: the world file and the engine command
 that keeps gzserver on loopback, and the one-line errors of a machine without an engine."""
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -39,7 +40,7 @@ def test_the_command_keeps_every_transport_on_loopback():
     assert cmd[:3] == ["podman", "run", "--rm"]
     assert "--network host" in joined and "--pid host" in joined
     for env in ("ROS_MASTER_URI=http://127.0.0.1:12345", "GAZEBO_IP=127.0.0.1", "IGN_IP=127.0.0.1",
-                "GAZEBO_MASTER_URI=http://127.0.0.1:23456"):
+                "GAZEBO_MASTER_URI=http://127.0.0.1:23456", f"SIM2REAL_OWNER_PID={os.getpid()}"):
         assert env in cmd
     assert "/tmp/w.sdf:/sim2real/world.sdf:ro" in cmd and "/tmp/lib:/lib/user:ro" in cmd
     tail = cmd[cmd.index("gzserver"):]

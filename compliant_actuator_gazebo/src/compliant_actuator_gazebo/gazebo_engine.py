@@ -18,6 +18,7 @@ import os
 import tempfile
 import threading
 import time as _time
+import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
@@ -173,7 +174,9 @@ class GazeboSimulation:
             return False
         key = (joint, name)
         if key not in self._publishers:
-            publisher = self._rospy.Publisher(f"{self._ns[joint]}/{name}", Float64, queue_size=None)
+            with warnings.catch_warnings():   # rospy warns of queue_size=None: synchronous, on purpose
+                warnings.simplefilter("ignore", SyntaxWarning)
+                publisher = self._rospy.Publisher(f"{self._ns[joint]}/{name}", Float64, queue_size=None)
             self._publishers[key] = publisher
             self._wait_connected([publisher])
         self._publishers[key].publish(Float64(float(value)))

@@ -76,7 +76,8 @@ def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_
 
 def source_commit(path: Optional[str] = None) -> str:
     """The commit of the checkout that holds ``path`` (default: this file), short, with
-    "+changes" when tracked files other than results (``results/`` folders) differ from it;
+    "+changes" when tracked files other than results (``results/`` folders) and documentation
+    (``*.md``) differ from it;
     "unknown" outside a git checkout. Results record it so that a figure says which code
     produced it."""
     import subprocess
@@ -87,7 +88,7 @@ def source_commit(path: Optional[str] = None) -> str:
         if head.returncode != 0:
             return "unknown"
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/",
-                                ":(exclude,glob,top)**/results/**"], cwd=where, capture_output=True,
+                                ":(exclude,glob,top)**/results/**", ":(exclude,glob,top)**/*.md"], cwd=where, capture_output=True,
                                text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -70,7 +70,8 @@ def gzserver_command(config: ContainerConfig, engine_name: str, world_path: str,
         cmd += ["--runtime", "runc"]      # crun cannot handle this VM's hybrid cgroups
     env = {"ROS_MASTER_URI": master, "ROS_IP": os.environ.get("ROS_IP", "127.0.0.1"),
            "GAZEBO_IP": "127.0.0.1", "IGN_IP": "127.0.0.1",
-           "GAZEBO_MASTER_URI": f"http://127.0.0.1:{gazebo_port}"}
+           "GAZEBO_MASTER_URI": f"http://127.0.0.1:{gazebo_port}",
+           "SIM2REAL_OWNER_PID": str(os.getpid())}   # gzserver ends with this process
     for key, value in env.items():
         cmd += ["-e", f"{key}={value}"]
     cmd += ["-v", f"{world_path}:/sim2real/world.sdf:ro"]

@@ -18,14 +18,9 @@ mkdir -p "$work/out" "$work/models"
 chmod 777 "$work/out"
 
 bash "$root/tools/apt_install.sh" "$root/docker/host-packages.txt"
-# runc (crun cannot handle this VM's hybrid cgroups); the rlimit defaults at most the host's own
-cat > "$work/containers.conf" <<CONF
-[containers]
-default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=32768:32768"]
-[engine]
-runtime = "runc"
-CONF
-export CONTAINERS_CONF="$work/containers.conf"
+# shellcheck source=tools/podman_conf.sh
+source "$root/tools/podman_conf.sh"
+podman_conf "$work"
 
 if ! podman image exists "$base"; then
   echo "docker-test: making the bare Debian base image (mmdebstrap)"

@@ -28,14 +28,9 @@ else
   exit 2
 fi
 if [ "$engine" = podman ]; then
-  # runc (crun cannot handle this VM's hybrid cgroups); the rlimits at most the host's own
-  cat > "$work/containers.conf" <<CONF
-[containers]
-default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=32768:32768"]
-[engine]
-runtime = "runc"
-CONF
-  export CONTAINERS_CONF="$work/containers.conf"
+  # shellcheck source=tools/podman_conf.sh
+  source "$root/tools/podman_conf.sh"
+  podman_conf "$work"
 fi
 
 packages="$(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$root/docker/gazebo/packages.txt" | grep -v '^$' | paste -sd, -)"

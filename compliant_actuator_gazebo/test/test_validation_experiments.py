@@ -81,4 +81,4 @@ def test_two_dof_quick_run_writes_its_outputs(tmp_path):
     assert "embedded simulation" in out.stdout and (tmp_path / "a.png").stat().st_size > 0
     import json
     data = json.loads((tmp_path / "a.json").read_text())
-    assert data["label"] == "embedded simulation" and len(data["runs"]) == 4
+    assert data["label"] == "embedded simulation (PyBullet)" and len(data["runs"]) == 4

@@ -87,9 +87,9 @@ def source_commit(path: Optional[str] = None) -> str:
                               text=True, timeout=10)
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/",
-                                ":(exclude,glob,top)**/results/**", ":(exclude,glob,top)**/*.md"], cwd=where, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
+        aside = [":(exclude,glob,top)**/results/**", ":(exclude,glob,top)**/*.md"]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", *aside],
+                               cwd=where, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head.stdout.strip() + ("+changes" if dirty else "")

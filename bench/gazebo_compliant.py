@@ -24,7 +24,7 @@ from compliant_actuator_gazebo.description import expand_xacro, parse_descriptio
 from compliant_actuator_gazebo.embedded import EmbeddedSimulation
 from compliant_actuator_gazebo.resources import package_file
 from sim2real_checks.outputs import source_commit, write_json
-from sim2real_gazebo import GazeboSession, WorldConfig
+from sim2real_gazebo import GazeboSession, WorldConfig, engine
 
 ARMS = {"two_dof_qbmove": {}, "five_dof_arm": {"mode": 6}}
 PRESET = 0.3
@@ -42,14 +42,15 @@ def gazebo_seconds_per_step(urdf: str, robot: str, joints, seconds: float, plugi
     ready = [f"/{robot}/{j}/link_state" for j in joints] if plugins else []
     log = os.path.join(tempfile.gettempdir(), f"sim2real-bench-gzserver-{os.getpid()}.log")
     with GazeboSession(urdf, WorldConfig(physics_rate=1000.0, real_time_factor=0.0), params=params,
-                       ready_topics=ready, log=log) as session:
+                       ready_topics=ready, log=log, private=True) as session:
         if not plugins:
-            time.sleep(3.0)                      # the model loads in the background
+            time.sleep(3.0)                      # the model loads in the background (no topic to wait for)
         session.step(1000)                       # warm-up
-        steps = int(seconds * 1000)
+        steps = left = int(seconds * 1000)
         wall = time.perf_counter()
-        for _ in range(steps // 10000):
-            session.step(10000)
+        while left > 0:
+            session.step(min(left, 10000))
+            left -= 10000
         return (time.perf_counter() - wall) / steps
 
 
@@ -93,7 +94,7 @@ def bench_gazebo_compliant(seconds: float = 30.0, repeats: int = 3) -> dict:
             "embedded_core_us_per_joint_step": 1e6 * core / len(joints),
         }
     result["commit"] = source_commit(__file__)
-    result["engine_version"] = subprocess.run(["podman", "--version"], capture_output=True,
+    result["engine_version"] = subprocess.run([engine(), "--version"], capture_output=True,
                                               text=True).stdout.strip()
     return result
 

@@ -62,7 +62,8 @@ for pkg in sim2real_gazebo compliant_actuator_gazebo; do
 done
 mkdir -p "$context/ws/src/compliant_actuator_gazebo/test"
 cp -r "$root/compliant_actuator_gazebo/test/example_actuator" "$context/ws/src/compliant_actuator_gazebo/test/"
-cp "$root/docker/gazebo/entrypoint.sh" "$root/docker/gazebo/Dockerfile" "$context/"
+cp "$root/docker/gazebo/entrypoint.sh" "$root/docker/gazebo/Dockerfile" "$root/docker/gazebo/loopback_only.c" \
+  "$context/"
 echo "gazebo_image: $engine build of $tag on $base"
 start=$(date +%s)
 "$engine" build --build-arg "BASE=$base" -t "$tag" -f "$context/Dockerfile" "$context" \

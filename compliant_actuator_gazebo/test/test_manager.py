@@ -250,7 +250,6 @@ def test_the_launch_files_manager_configs_load():
     # gazebo.launch names its model's layout: config/$(arg model).yaml, for the two arms
     configs = [c.replace("$(arg model)", model) if "$(arg model)" in c else c
                for c in configs for model in (("two_dof_qbmove", "five_dof_arm") if "$(arg model)" in c else ("",))]
-    assert "config/two_dof_qbmove.yaml" in configs and "config/five_dof_arm.yaml" in configs
     for config in configs:
         layout_ = RobotLayout.from_yaml(os.path.join(package, config))
         assert layout_.joints and all(0 <= j.mode <= 6 for j in layout_.joints)

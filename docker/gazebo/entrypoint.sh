@@ -17,19 +17,23 @@ export GAZEBO_IP="${GAZEBO_IP:-127.0.0.1}" IGN_IP="${IGN_IP:-127.0.0.1}"
 export ROS_IP="${ROS_IP:-127.0.0.1}"
 export GAZEBO_MASTER_URI="$master"
 export GAZEBO_MODEL_DATABASE_URI=""       # no model downloads: worlds include no model://
-# With SIM2REAL_OWNER_PID (a host pid; the container shares the host's pid namespace), the
-# command stops when that process is gone, so a killed host process leaves no gzserver behind.
-if [ -z "${SIM2REAL_OWNER_PID:-}" ]; then exec "$@"; fi
-"$@" &
-child=$!
-trap 'kill -INT "$child" 2>/dev/null' INT TERM
-while kill -0 "$child" 2>/dev/null; do
-  if ! kill -0 "$SIM2REAL_OWNER_PID" 2>/dev/null; then
+# every socket on loopback (loopback_only.c: gzserver and ignition transport bind 0.0.0.0 and
+# multicast otherwise); each server its own ignition partition
+if [ "${SIM2REAL_LOOPBACK_ONLY:-1}" != 0 ]; then
+  export LD_PRELOAD="/opt/sim2real/libloopback_only.so${LD_PRELOAD:+:$LD_PRELOAD}"
+fi
+export IGN_PARTITION="${IGN_PARTITION:-sim2real-$HOSTNAME-$$}"
+# With SIM2REAL_OWNER_PID (a host pid; the container shares the host's pid namespace), a watchdog
+# stops the command when that process is gone, so a killed host process leaves no gzserver
+# behind. The command itself replaces this shell ($$), so its exit status is the container's.
+if [ -n "${SIM2REAL_OWNER_PID:-}" ]; then
+  main=$$
+  (
+    while kill -0 "$SIM2REAL_OWNER_PID" 2>/dev/null; do sleep 1; done
     echo "entrypoint: process $SIM2REAL_OWNER_PID is gone: stopping $1" >&2
-    kill -INT "$child" 2>/dev/null
-    for _ in 1 2 3 4 5; do kill -0 "$child" 2>/dev/null || break; sleep 1; done
-    kill -KILL "$child" 2>/dev/null
-  fi
-  sleep 1 & wait $!
-done
-wait "$child"
+    kill -INT "$main" 2>/dev/null
+    for _ in 1 2 3 4 5; do kill -0 "$main" 2>/dev/null || exit 0; sleep 1; done
+    kill -KILL "$main" 2>/dev/null
+  ) &
+fi
+exec "$@"

@@ -32,19 +32,21 @@ def test_a_bad_world_is_one_line(kwargs, message):
         WorldConfig(**kwargs)
 
 
-def test_the_command_keeps_every_transport_on_loopback():
+def test_the_command_keeps_every_transport_on_loopback(monkeypatch):
+    monkeypatch.setenv("ROS_IP", "192.0.2.1")                              # a LAN address: not passed on
     config = ContainerConfig(master_uri="http://127.0.0.1:12345", spawn="/robot_description",
                              paused=True, mounts=(("/tmp/lib", "/lib/user"),))
     cmd = gzserver_command(config, "podman", "/tmp/w.sdf", "c1", 23456)
     joined = " ".join(cmd)
     assert cmd[:3] == ["podman", "run", "--rm"]
     assert "--network host" in joined and "--pid host" in joined
-    for env in ("ROS_MASTER_URI=http://127.0.0.1:12345", "GAZEBO_IP=127.0.0.1", "IGN_IP=127.0.0.1",
+    for env in ("ROS_MASTER_URI=http://127.0.0.1:12345", "ROS_IP=127.0.0.1", "GAZEBO_IP=127.0.0.1",
+                "IGN_IP=127.0.0.1", "SIM2REAL_SPAWN=/robot_description",
                 "GAZEBO_MASTER_URI=http://127.0.0.1:23456", f"SIM2REAL_OWNER_PID={os.getpid()}"):
         assert env in cmd
     assert "/tmp/w.sdf:/sim2real/world.sdf:ro" in cmd and "/tmp/lib:/lib/user:ro" in cmd
     tail = cmd[cmd.index("gzserver"):]
-    assert tail[-3:] == ["/sim2real/world.sdf", "__name:=gazebo", "_spawn:=/robot_description"]
+    assert tail[-2:] == ["/sim2real/world.sdf", "__name:=gazebo"]
     assert "-u" in tail and tail[tail.index("-s") + 1] == "libsim2real_gazebo_ros_api.so"
 
 

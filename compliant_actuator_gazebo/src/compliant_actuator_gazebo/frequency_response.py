@@ -29,7 +29,7 @@ from typing import Optional
 import numpy as np
 
 from compliant_actuator_gazebo.description import RobotDescription, load_description
-from compliant_actuator_gazebo.gazebo_engine import make_simulation
+from compliant_actuator_gazebo.engines import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, FIG8_PRESETS, Preset
 

@@ -3,7 +3,7 @@ with CompliantActuatorPlugin, driven from this process in lock-step over the plu
 (sim2real_gazebo.GazeboSession). It offers the part of :class:`~compliant_actuator_gazebo.
 embedded.EmbeddedSimulation` the reproductions use (``set_input``, ``step``, ``state``,
 ``time``, ``stability_report``), so one experiment function runs on either engine
-(:func:`make_simulation`).
+(engines.make_simulation).
 
 Inputs go out on NS/<input> (std_msgs/Float64, synchronous publishers) and apply from the next
 step on, as in the embedded simulation; states come from NS/link_state, NS/motor_1_state and
@@ -20,15 +20,14 @@ import threading
 import time as _time
 import warnings
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from compliant_actuator_gazebo.description import RobotDescription
 from compliant_actuator_gazebo.errors import CompliantError
 
-Engine = str
-ENGINES = ("embedded", "gazebo")
-LABELS = {"embedded": "embedded simulation (PyBullet)", "gazebo": "Gazebo 11 simulation (ODE)"}
-"""How results of each engine are labelled (simulation, not a real robot)."""
+if TYPE_CHECKING:
+    from compliant_actuator_gazebo.msg import LinkState, MotorState
+
 STATE_TIMEOUT = 10.0
 """[s] wall time a state may take to arrive after a step before the run is abandoned."""
 CHUNK = 50
@@ -79,12 +78,12 @@ class _JointFeed:
             rospy.Subscriber(f"{ns}/motor_1_state", MotorState, self._on_motor, 0, queue_size=None),
             rospy.Subscriber(f"{ns}/motor_2_state", MotorState, self._on_motor, 1, queue_size=None)]
 
-    def _on_link(self, msg) -> None:
+    def _on_link(self, msg: "LinkState") -> None:
         with self.lock:
             self.link = msg
             self.lock.notify_all()
 
-    def _on_motor(self, msg, index: int) -> None:
+    def _on_motor(self, msg: "MotorState", index: int) -> None:
         with self.lock:
             self.motors[index] = msg
             self.lock.notify_all()
@@ -133,14 +132,17 @@ class GazeboSimulation:
             values = {k: float(v) for k, v in (initial_inputs or {}).get(spec.joint, {}).items()}
             params[f"/{spec.namespace}/initial_inputs/{spec.joint}"] = values
         self._error = GazeboError
+        self._own_log = log is None
         if log is None:
-            log = os.path.join(tempfile.gettempdir(), f"sim2real-gzserver-{description.name}-{os.getpid()}.log")
+            handle, log = tempfile.mkstemp(prefix=f"sim2real-gzserver-{description.name}-", suffix=".log")
+            os.close(handle)
         self.log = log
         try:
             self.session = GazeboSession(
                 model_text or description.urdf, WorldConfig(physics_rate=float(physics_rate), real_time_factor=0.0,
                                               gravity=gravity),
-                params=params, ready_topics=[f"{ns}/link_state" for ns in self._ns.values()], log=log)
+                params=params, ready_topics=[f"{ns}/link_state" for ns in self._ns.values()], log=log,
+                private=True)
         except GazeboError as exc:
             raise CompliantError(f"{description.name} in Gazebo: {exc}") from None
         self._feeds = {j: _JointFeed(ns) for j, ns in self._ns.items()}
@@ -154,7 +156,7 @@ class GazeboSimulation:
             self.close()
             raise
 
-    def _wait_connected(self, endpoints, timeout: float = 10.0) -> None:
+    def _wait_connected(self, endpoints: Sequence, timeout: float = 10.0) -> None:
         deadline = _time.monotonic() + timeout
         while any(e.get_num_connections() == 0 for e in endpoints):
             if _time.monotonic() > deadline:
@@ -237,23 +239,11 @@ class GazeboSimulation:
         session = getattr(self, "session", None)
         if session is not None:
             session.close()
+            if self._own_log:                  # kept when the start failed: the error names it
+                os.unlink(self.log)
 
     def __enter__(self) -> "GazeboSimulation":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def make_simulation(engine: Engine, description: RobotDescription, physics_rate: float,
-                    sample_rate: Optional[float] = None,
-                    initial_inputs: Optional[Mapping[str, Mapping[str, float]]] = None
-                    ) -> Union["GazeboSimulation", "object"]:
-    """The embedded simulation (PyBullet) or Gazebo, for one experiment function."""
-    if engine == "embedded":
-        from compliant_actuator_gazebo.embedded import EmbeddedSimulation
-        return EmbeddedSimulation(description, physics_rate=physics_rate, initial_inputs=initial_inputs)
-    if engine == "gazebo":
-        return GazeboSimulation(description, physics_rate=physics_rate, sample_rate=sample_rate,
-                                initial_inputs=initial_inputs)
-    raise ValueError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")

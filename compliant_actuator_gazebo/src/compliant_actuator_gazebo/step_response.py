@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.gazebo_engine import make_simulation
+from compliant_actuator_gazebo.engines import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
 

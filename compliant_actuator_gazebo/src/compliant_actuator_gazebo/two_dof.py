@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.gazebo_engine import make_simulation
+from compliant_actuator_gazebo.engines import Simulation, make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
 
@@ -125,7 +125,7 @@ def rest_offset(actuator, preset: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def _sample(sim, t: float, command: float) -> list[float]:
+def _sample(sim: Simulation, t: float, command: float) -> list[float]:
     states = [sim.state(j) for j in JOINTS]
     return ([t, command, command]
             + [0.5 * (s.output.motor1.position + s.output.motor2.position) for s in states]

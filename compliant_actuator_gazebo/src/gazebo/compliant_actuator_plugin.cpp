@@ -23,6 +23,7 @@
 #include <std_msgs/Float64.h>
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <compliant_actuator_gazebo/compliant_joint.hpp>
 #include <compliant_actuator_gazebo/input_bounds.hpp>
@@ -168,40 +169,52 @@ class CompliantActuatorPlugin : public ModelPlugin {
     return true;
   }
 
+  // One log line per topic (or this joint) and reason and period, as sim2real_checks' Guard:
+  // roscpp's ROS_*_THROTTLE keeps one clock per call site, shared by every joint and topic.
+  enum Reason { kNonFinite, kBounds, kClamped, kUnused, kFailed, kReasons };
+  bool Due(int topic, Reason reason, double period) {
+    const ros::WallTime now = ros::WallTime::now();
+    ros::WallTime& last = last_log_[topic * kReasons + reason];
+    if (!last.isZero() && (now - last).toSec() < period) return false;
+    last = now;
+    return true;
+  }
+
   // World thread (the queue is called at the start of a step).
   void OnInput(compliant::Input input, double value) {
     const char* name = compliant::input_name(input);
-    const auto& range = bounds_[static_cast<int>(input)];
+    const int topic = static_cast<int>(input);
+    const auto& range = bounds_[topic];
     try {
       if (!std::isfinite(value)) {
-        ROS_ERROR_THROTTLE(1.0, "%s/%s: rejected [non_finite]: %f; the last valid value is kept",
-                           ns_.c_str(), name, value);
+        if (Due(topic, kNonFinite, 1.0))
+          ROS_ERROR("%s/%s: rejected [non_finite]: %f; the last valid value is kept", ns_.c_str(),
+                    name, value);
       } else if (!Accept(input, value)) {
-        ROS_ERROR_THROTTLE(1.0,
-                           "%s/%s: rejected [bounds]: %g outside [%g, %g]; the last valid "
-                           "value is kept",
-                           ns_.c_str(), name, value, range.low, range.high);
+        if (Due(topic, kBounds, 1.0))
+          ROS_ERROR("%s/%s: rejected [bounds]: %g outside [%g, %g]; the last valid value is kept",
+                    ns_.c_str(), name, value, range.low, range.high);
       } else if (input == compliant::Input::StiffnessPreset && core_->clamped_preset()) {
-        ROS_WARN_THROTTLE(1.0, "%s/%s: %g is outside the %s model's domain, clamped to %g",
-                          ns_.c_str(), name, value, core_->actuator().type().c_str(),
-                          core_->input(input));
-      } else if (!used_[static_cast<int>(input)]) {
-        ROS_WARN_THROTTLE(5.0, "%s/%s: not an input of operation mode %d (stored, unused)",
-                          ns_.c_str(), name, static_cast<int>(core_->mode()));
+        if (Due(topic, kClamped, 1.0))
+          ROS_WARN("%s/%s: %g is outside the %s model's domain, clamped to %g", ns_.c_str(), name,
+                   value, core_->actuator().type().c_str(), core_->input(input));
+      } else if (!used_[topic]) {
+        if (Due(topic, kUnused, 5.0))
+          ROS_WARN("%s/%s: not an input of operation mode %d (stored, unused)", ns_.c_str(), name,
+                   static_cast<int>(core_->mode()));
       }
     } catch (const std::exception& error) {  // e.g. a user actuator's check_preset
-      ROS_ERROR_THROTTLE(1.0, "%s/%s: %s", ns_.c_str(), name, error.what());
+      if (Due(topic, kFailed, 1.0)) ROS_ERROR("%s/%s: %s", ns_.c_str(), name, error.what());
     }
   }
 
   // Start of a step: the inputs that arrived, then the torque held during this step.
   void OnStepBegin() {
     queue_.callAvailable();
-    if (reset_pending_) {
+    if (reset_pending_.exchange(false)) {
       // the state at the step's start: the world's time minus this step
       const double step = world_->Physics()->GetMaxStepSize();
       last_time_ = world_->SimTime().Double() - step;
-      reset_pending_ = false;
       Update(last_time_, true);
     } else if (inputs_changed_) {
       Update(last_time_, false);  // same time: only computes, with the new inputs
@@ -228,7 +241,8 @@ class CompliantActuatorPlugin : public ModelPlugin {
       torque_ok_ = std::isfinite(torque_);
     } catch (const std::exception& error) {
       torque_ok_ = false;
-      ROS_ERROR_THROTTLE(1.0, "%s: %s; no torque applied", ns_.c_str(), error.what());
+      if (Due(compliant::kInputCount, kFailed, 1.0))
+        ROS_ERROR("%s: %s; no torque applied", ns_.c_str(), error.what());
     }
     q_ = q;
     qd_ = qd;
@@ -250,7 +264,8 @@ class CompliantActuatorPlugin : public ModelPlugin {
                  out.reference_2, motors[0]->position, motors[0]->velocity, motors[0]->torque,
                  motors[1]->position, motors[1]->velocity, motors[1]->torque, springs[0],
                  springs[1]})) {
-      ROS_ERROR_THROTTLE(1.0, "%s: a non-finite state was withheld", ns_.c_str());
+      if (Due(compliant::kInputCount, kNonFinite, 1.0))
+        ROS_ERROR("%s: a non-finite state was withheld", ns_.c_str());
       return;
     }
     cag::LinkState link;
@@ -287,7 +302,9 @@ class CompliantActuatorPlugin : public ModelPlugin {
   double publish_rate_ = 100.0, last_time_ = 0.0;
   uint64_t publish_every_ = 1;  // world steps per publication
   double torque_ = 0.0, q_ = 0.0, qd_ = 0.0;
-  bool torque_ok_ = false, reset_pending_ = false, inputs_changed_ = false;
+  bool torque_ok_ = false, inputs_changed_ = false;
+  std::atomic<bool> reset_pending_{false};  // set by Reset() (a service thread)
+  std::map<int, ros::WallTime> last_log_;   // Due()
   ros::CallbackQueue queue_;  // declared before nh_: destroyed after the subscriptions
   std::unique_ptr<ros::NodeHandle> nh_;
   std::vector<ros::Subscriber> subscribers_;

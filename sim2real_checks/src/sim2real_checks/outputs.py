@@ -93,3 +93,11 @@ def source_commit(path: Optional[str] = None) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head.stdout.strip() + ("+changes" if dirty else "")
+
+
+def provenance(prog: str, argv: Optional[list] = None) -> dict:
+    """``{"commit": source_commit(), "command": "PROG ARGS"}`` for a tool's JSON; ``argv``: the
+    arguments main() was given (None: the process's)."""
+    import sys
+    args = sys.argv[1:] if argv is None else list(argv)
+    return {"commit": source_commit(), "command": " ".join([prog, *args])}

@@ -6,22 +6,30 @@
 //   * /gazebo/pause_physics, /gazebo/unpause_physics, /gazebo/reset_simulation, /gazebo/reset_world
 //     (std_srvs/Empty, gazebo_ros's names) and /gazebo/step_world (sim2real_gazebo/StepWorld:
 //     lock-step driving of a paused world);
-//   * the model of the parameter named by ~spawn (URDF or SDF text, e.g. robot_description)
-//     inserted when the world is created, as gazebo_ros's spawn_model does at launch.
+//   * the model of the parameter named by SIM2REAL_SPAWN (environment) or ~spawn (URDF or SDF
+//     text, e.g. robot_description) inserted when the world is created, as gazebo_ros's
+//     spawn_model does at launch.
+// The services run one at a time on one thread. step_world first lets roscpp's poll thread finish
+// the round in which it read the request, so an input published (synchronously) before the call
+// is in its plugin's queue before the first step: lock-stepped runs are deterministic.
 // Errors are one gzerr line; gzserver never stops because of this plugin.
 #include <ros/callback_queue.h>
+#include <ros/poll_manager.h>
 #include <ros/ros.h>
 #include <rosgraph_msgs/Clock.h>
 #include <sim2real_gazebo/StepWorld.h>
 #include <std_srvs/Empty.h>
 
-#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <gazebo/common/Events.hh>
 #include <gazebo/common/Plugin.hh>
 #include <gazebo/physics/physics.hh>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <thread>
+#include <vector>
 
 namespace gazebo {
 
@@ -30,7 +38,7 @@ class Sim2RealRosApi : public SystemPlugin {
   ~Sim2RealRosApi() override {
     update_.reset();
     created_.reset();
-    running_ = false;
+    poll_listener_.disconnect();
     if (spinner_) spinner_->stop();
     services_.clear();
     nh_.reset();
@@ -47,7 +55,18 @@ class Sim2RealRosApi : public SystemPlugin {
     nh_ = std::make_unique<ros::NodeHandle>("~");  // /gazebo
     nh_->setCallbackQueue(&queue_);
     nh_->param("pub_clock_frequency", clock_rate_, 1000.0);
-    nh_->param<std::string>("spawn", spawn_param_, "");
+    const char* spawn = std::getenv("SIM2REAL_SPAWN");
+    if (spawn)
+      spawn_param_ = spawn;
+    else
+      nh_->param<std::string>("spawn", spawn_param_, "");
+    poll_listener_ = ros::PollManager::instance()->addPollThreadListener([this] {
+      {
+        std::lock_guard<std::mutex> lock(poll_mutex_);
+        ++poll_rounds_;
+      }
+      poll_done_.notify_all();
+    });
     created_ = event::Events::ConnectWorldCreated([this](std::string name) { OnWorld(name); });
   }
 
@@ -67,6 +86,7 @@ class Sim2RealRosApi : public SystemPlugin {
         "step_world", [this](sim2real_gazebo::StepWorld::Request& req,
                              sim2real_gazebo::StepWorld::Response& res) {
           if (req.steps > 0) {
+            AwaitPollRound();
             if (!world_->IsPaused()) world_->SetPaused(true);
             world_->Step(req.steps);  // blocks until the steps are done
           }
@@ -78,8 +98,8 @@ class Sim2RealRosApi : public SystemPlugin {
         [this](const common::UpdateInfo& info) { PublishClock(info.simTime); });
     Spawn();
     PublishClock(world_->SimTime(), true);
-    // two threads: a blocking step_world must not hold up pause, reset or another caller
-    spinner_ = std::make_unique<ros::AsyncSpinner>(2, &queue_);
+    // one thread: the services change the world one at a time (a step_world blocks the others)
+    spinner_ = std::make_unique<ros::AsyncSpinner>(1, &queue_);
     spinner_->start();
     ROS_INFO("sim2real_gazebo_ros_api: world '%s', /clock at %g Hz of sim time, services in %s",
              name.c_str(), clock_rate_, nh_->getNamespace().c_str());
@@ -92,6 +112,16 @@ class Sim2RealRosApi : public SystemPlugin {
           action();
           return true;
         }));
+  }
+
+  // Waits until roscpp's poll thread starts a new round (woken at once), i.e. has handed every
+  // message it read with this request to its queue; at most 0.5 s.
+  void AwaitPollRound() {
+    std::unique_lock<std::mutex> lock(poll_mutex_);
+    const uint64_t seen = poll_rounds_;
+    ros::PollManager::instance()->getPollSet().signal();
+    poll_done_.wait_for(lock, std::chrono::milliseconds(500),
+                        [this, seen] { return poll_rounds_ > seen; });
   }
 
   // The model text of parameter ~spawn (a URDF is converted by sdformat, its <gazebo> plugin
@@ -126,7 +156,10 @@ class Sim2RealRosApi : public SystemPlugin {
   ros::Publisher clock_pub_;
   double clock_rate_ = 1000.0, last_clock_ = -1.0;
   std::string spawn_param_;
-  std::atomic<bool> running_{true};
+  std::mutex poll_mutex_;
+  std::condition_variable poll_done_;
+  uint64_t poll_rounds_ = 0;
+  boost::signals2::connection poll_listener_;
   event::ConnectionPtr created_, update_;
 };
 

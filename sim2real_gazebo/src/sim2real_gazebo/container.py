@@ -68,7 +68,7 @@ def gzserver_command(config: ContainerConfig, engine_name: str, world_path: str,
            "--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", "nproc=32768:32768"]
     if engine_name == "podman" and shutil.which("runc"):
         cmd += ["--runtime", "runc"]      # crun cannot handle this VM's hybrid cgroups
-    env = {"ROS_MASTER_URI": master, "ROS_IP": os.environ.get("ROS_IP", "127.0.0.1"),
+    env = {"ROS_MASTER_URI": master, "ROS_IP": "127.0.0.1", "SIM2REAL_SPAWN": config.spawn,
            "GAZEBO_IP": "127.0.0.1", "IGN_IP": "127.0.0.1",
            "GAZEBO_MASTER_URI": f"http://127.0.0.1:{gazebo_port}",
            "SIM2REAL_OWNER_PID": str(os.getpid())}   # gzserver ends with this process
@@ -79,7 +79,7 @@ def gzserver_command(config: ContainerConfig, engine_name: str, world_path: str,
         cmd += ["-v", f"{host}:{inside}:ro"]
     cmd += [config.image, "gzserver", *(["--verbose"] if config.verbose else []),
             *(["-u"] if config.paused else []), "-s", SYSTEM_PLUGIN, "/sim2real/world.sdf",
-            "__name:=gazebo", *([f"_spawn:={config.spawn}"] if config.spawn else [])]
+            "__name:=gazebo"]
     return cmd
 
 
@@ -109,11 +109,15 @@ class GzserverContainer:
         exists = subprocess.run([self.engine, "image", "inspect", self.config.image],
                                 capture_output=True).returncode == 0
         if not exists:
+            shutil.rmtree(self._dir, ignore_errors=True)
             raise GazeboError(f"no image {self.config.image}: build it with `make gazebo`")
         out = open(self.log, "ab") if self.log else None
         try:
             self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=out,
                                             stderr=subprocess.STDOUT if out else None)
+        except OSError:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
         finally:
             if out:
                 out.close()
@@ -125,6 +129,7 @@ class GzserverContainer:
     def stop(self, timeout: float = STOP_SECONDS) -> Optional[int]:
         """SIGINT (forwarded to gzserver), then kill after ``timeout`` s; the exit code."""
         if self.process is None:
+            shutil.rmtree(self._dir, ignore_errors=True)
             return None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
@@ -149,6 +154,21 @@ class GzserverContainer:
 
 
 def pids_of(container: str, engine_name: str) -> Sequence[int]:
-    """The host pids of a running container's processes (``--pid host``: they are host pids)."""
-    done = subprocess.run([engine_name, "top", container, "hpid"], capture_output=True, text=True)
-    return [int(p) for p in done.stdout.split()[1:] if p.isdigit()]
+    """The host pids of a running container's processes: its first process (``State.Pid``; with
+    ``--pid host`` a host pid) and all that descend from it."""
+    done = subprocess.run([engine_name, "inspect", "--format", "{{.State.Pid}}", container],
+                          capture_output=True, text=True)
+    first = done.stdout.strip()
+    if done.returncode != 0 or not first.isdigit() or first == "0":
+        return []
+    found, todo = [], [int(first)]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:                 # gone meanwhile
+            continue
+    return found

@@ -45,7 +45,11 @@ class ServerNode:
         self.container = GzserverContainer(ContainerConfig(
             world=params.world, spawn=spawn, paused=params.paused, image=params.image))
         rospy.loginfo(f"{rospy.get_name()}: {' '.join(self.container.command)}")
-        self.container.start()
+        try:
+            self.container.start()
+        except BaseException:
+            self.container.stop()
+            raise
 
     @classmethod
     def from_parameters(cls) -> "ServerNode":

@@ -24,12 +24,16 @@ def _master_online(uri: str) -> bool:
     return rosgraph.Master("/sim2real_gazebo", master_uri=uri).is_online()
 
 
-def ensure_master() -> str:
-    """The ROS master of ROS_MASTER_URI if it answers, else a private one started on a free
-    127.0.0.1 port (ended with this process); its URI, also put in ROS_MASTER_URI."""
+def ensure_master(private: bool = False) -> str:
+    """A ROS master for this process; its URI, also put in ROS_MASTER_URI. The private one this
+    process started, if any; else, unless ``private``, the master of ROS_MASTER_URI if it
+    answers; else a new private one on a free 127.0.0.1 port (ended with this process). A tool
+    asks for a private one so that it never writes parameters into a user's running graph."""
     global _master
     uri = os.environ.get("ROS_MASTER_URI", "")
-    if uri and _master_online(uri):
+    if _master is not None and _master.poll() is None:
+        return uri
+    if uri and not private and _master_online(uri):
         return uri
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
@@ -67,15 +71,16 @@ class GazeboSession:
     """gzserver with ``model_text`` (URDF or SDF) spawned from parameter ``spawn``, started
     paused; ``params`` are set on the parameter server first (e.g. the compliant plugin's
     /<robot>/publish_rate). Waits until /gazebo/step_world answers and every topic of
-    ``ready_topics`` has a publisher. A context manager."""
+    ``ready_topics`` has a publisher. ``private``: on a master of this process's own
+    (:func:`ensure_master`). A context manager."""
 
     def __init__(self, model_text: str, world: WorldConfig, params: Optional[Mapping[str, Any]] = None,
                  ready_topics: Sequence[str] = (), spawn: str = "/robot_description",
                  log: Optional[str] = None, timeout: float = 60.0,
-                 mounts: tuple[tuple[str, str], ...] = ()) -> None:
+                 mounts: tuple[tuple[str, str], ...] = (), private: bool = False) -> None:
         import rospy
 
-        uri = ensure_master()
+        uri = ensure_master(private)
         init_node()
         rospy.set_param(spawn, model_text)
         for key, value in (params or {}).items():
@@ -83,8 +88,8 @@ class GazeboSession:
         self.world = world
         self.container = GzserverContainer(ContainerConfig(world=world, master_uri=uri, spawn=spawn,
                                                            paused=True, mounts=mounts), log=log)
-        self.container.start()
         try:
+            self.container.start()
             self._wait_ready(ready_topics, timeout)
         except BaseException:
             self.close()
@@ -135,6 +140,7 @@ class GazeboSession:
         rospy.ServiceProxy(service, Empty)()
 
     def close(self) -> Optional[int]:
+        """Stops gzserver (SIGINT, then kill) and removes its container; its exit status."""
         step = getattr(self, "_step", None)
         if step is not None:
             step.close()

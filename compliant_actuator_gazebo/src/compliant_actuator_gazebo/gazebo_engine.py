@@ -5,11 +5,11 @@ embedded.EmbeddedSimulation` the reproductions use (``set_input``, ``step``, ``s
 ``time``, ``stability_report``), so one experiment function runs on either engine
 (engines.make_simulation).
 
-Inputs go out on NS/<input> (std_msgs/Float64, synchronous publishers) and apply from the next
-step on, as in the embedded simulation; states come from NS/link_state, NS/motor_1_state and
-NS/motor_2_state, published by the plugin at ``sample_rate`` Hz of simulated time, and
-:meth:`GazeboSimulation.state` is the newest after the last step. Gazebo spawns every joint at 0:
-``initial_positions`` are not supported.
+Inputs go to gzserver with the next lock-step (/gazebo/step_world publishes them in its own
+process) and apply from that step on, as in the embedded simulation. States come from
+NS/link_state, NS/motor_1_state and NS/motor_2_state, published by the plugin at
+``sample_rate`` Hz of simulated time, and :meth:`GazeboSimulation.state` is the newest after
+the last step. Gazebo spawns every joint at 0: ``initial_positions`` are not supported.
 """
 from __future__ import annotations
 
@@ -147,6 +147,7 @@ class GazeboSimulation:
             raise CompliantError(f"{description.name} in Gazebo: {exc}") from None
         self._feeds = {j: _JointFeed(ns) for j, ns in self._ns.items()}
         self._publishers: dict = {}
+        self._pending: dict[str, float] = {}
         self._rospy = rospy
         self._steps = 0
         self._time = 0.0
@@ -166,14 +167,21 @@ class GazeboSimulation:
 
     # -- inputs and stepping ----------------------------------------------------------------
     def set_input(self, joint: str, name: str, value: float) -> bool:
-        """Publishes ``value`` on NS/<name> (applies from the next step); False for NaN/Inf
-        (not sent), as the core refuses them."""
-        from std_msgs.msg import Float64
-
+        """``value`` for NS/<name>, handed to gzserver with the next step (published in its
+        process, so it applies from that step); False for NaN/Inf (not sent), as the core
+        refuses them."""
         if joint not in self._ns:
             raise KeyError(f"{joint!r} is not a compliant joint of {self.description.name!r}")
         if not math.isfinite(value):
             return False
+        self._pending[f"{self._ns[joint]}/{name}"] = float(value)
+        return True
+
+    def publish(self, joint: str, name: str, value: float) -> None:
+        """``value`` on NS/<name> over ROS as any node sends it (NaN and Inf too): it reaches
+        the plugin by the next step or the one after."""
+        from std_msgs.msg import Float64
+
         key = (joint, name)
         if key not in self._publishers:
             with warnings.catch_warnings():   # rospy warns of queue_size=None: synchronous, on purpose
@@ -182,15 +190,15 @@ class GazeboSimulation:
             self._publishers[key] = publisher
             self._wait_connected([publisher])
         self._publishers[key].publish(Float64(float(value)))
-        return True
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` physics steps and wait for the states published within them, in chunks
         of at most CHUNK publications (the plugin's publishers queue 100 messages: none is lost)."""
         while n > 0:
             chunk = min(n, CHUNK * self._every)
+            inputs, self._pending = self._pending, {}
             try:
-                self._time, iterations = self.session.step(chunk)
+                self._time, iterations = self.session.step(chunk, inputs)
             except self._error as exc:
                 raise CompliantError(f"{self.description.name} in Gazebo: {exc}") from None
             self._steps += chunk

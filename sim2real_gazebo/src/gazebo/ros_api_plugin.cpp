@@ -5,7 +5,8 @@
 //   * /clock (rosgraph_msgs/Clock), sim time, at most ~pub_clock_frequency per simulated second;
 //   * /gazebo/pause_physics, /gazebo/unpause_physics, /gazebo/reset_simulation, /gazebo/reset_world
 //     (std_srvs/Empty, gazebo_ros's names) and /gazebo/step_world (sim2real_gazebo/StepWorld:
-//     lock-step driving of a paused world);
+//     lock-step driving of a paused world, with std_msgs/Float64 inputs published in-process
+//     just before the steps);
 //   * the model of the parameter named by SIM2REAL_SPAWN (environment) or ~spawn (URDF or SDF
 //     text, e.g. robot_description) inserted when the world is created, as gazebo_ros's
 //     spawn_model does at launch.
@@ -18,6 +19,7 @@
 #include <ros/ros.h>
 #include <rosgraph_msgs/Clock.h>
 #include <sim2real_gazebo/StepWorld.h>
+#include <std_msgs/Float64.h>
 #include <std_srvs/Empty.h>
 
 #include <chrono>
@@ -26,6 +28,7 @@
 #include <gazebo/common/Events.hh>
 #include <gazebo/common/Plugin.hh>
 #include <gazebo/physics/physics.hh>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +40,7 @@ class Sim2RealRosApi : public SystemPlugin {
  public:
   ~Sim2RealRosApi() override {
     update_.reset();
+    end_.reset();
     created_.reset();
     poll_listener_.disconnect();
     if (spinner_) spinner_->stop();
@@ -85,10 +89,18 @@ class Sim2RealRosApi : public SystemPlugin {
                                               sim2real_gazebo::StepWorld::Response>(
         "step_world", [this](sim2real_gazebo::StepWorld::Request& req,
                              sim2real_gazebo::StepWorld::Response& res) {
+          if (req.topics.size() != req.values.size()) {
+            ROS_ERROR("%s/step_world: %zu topics but %zu values; nothing done",
+                      nh_->getNamespace().c_str(), req.topics.size(), req.values.size());
+            return false;
+          }
+          for (size_t i = 0; i < req.topics.size(); ++i) Input(req.topics[i], req.values[i]);
           if (req.steps > 0) {
             AwaitPollRound();
             if (!world_->IsPaused()) world_->SetPaused(true);
-            world_->Step(req.steps);  // blocks until the steps are done
+            const uint64_t target = world_->Iterations() + req.steps;
+            world_->Step(req.steps);  // returns once the world has counted the steps
+            AwaitUpdateEnd(target);   // and the last one's update has ended
           }
           res.sim_time = world_->SimTime().Double();
           res.iterations = world_->Iterations();
@@ -96,6 +108,14 @@ class Sim2RealRosApi : public SystemPlugin {
         }));
     update_ = event::Events::ConnectWorldUpdateBegin(
         [this](const common::UpdateInfo& info) { PublishClock(info.simTime); });
+    // the step's end: its begin callbacks (the plugins taking their inputs) have all run
+    end_ = event::Events::ConnectWorldUpdateEnd([this] {
+      {
+        std::lock_guard<std::mutex> lock(end_mutex_);
+        ended_ = world_->Iterations();
+      }
+      end_done_.notify_all();
+    });
     Spawn();
     PublishClock(world_->SimTime(), true);
     // one thread: the services change the world one at a time (a step_world blocks the others)
@@ -112,6 +132,25 @@ class Sim2RealRosApi : public SystemPlugin {
           action();
           return true;
         }));
+  }
+
+  // Waits until the world update of iteration `target` has ended (at most 1 s).
+  void AwaitUpdateEnd(uint64_t target) {
+    std::unique_lock<std::mutex> lock(end_mutex_);
+    end_done_.wait_for(lock, std::chrono::seconds(1), [this, target] { return ended_ >= target; });
+  }
+
+  // A std_msgs/Float64 input published in this process: roscpp delivers it to the subscriber
+  // queues of this process's plugins within publish() (an intra-process link).
+  void Input(const std::string& topic, double value) {
+    auto found = inputs_.find(topic);
+    if (found == inputs_.end()) {
+      ros::NodeHandle root;
+      found = inputs_.emplace(topic, root.advertise<std_msgs::Float64>(topic, 10)).first;
+    }
+    std_msgs::Float64 msg;
+    msg.data = value;
+    found->second.publish(msg);
   }
 
   // Waits until roscpp's poll thread starts a new round (woken at once), i.e. has handed every
@@ -154,13 +193,17 @@ class Sim2RealRosApi : public SystemPlugin {
   std::unique_ptr<ros::AsyncSpinner> spinner_;
   std::vector<ros::ServiceServer> services_;
   ros::Publisher clock_pub_;
+  std::map<std::string, ros::Publisher> inputs_;  // step_world's inputs, by topic
   double clock_rate_ = 1000.0, last_clock_ = -1.0;
   std::string spawn_param_;
   std::mutex poll_mutex_;
   std::condition_variable poll_done_;
   uint64_t poll_rounds_ = 0;
   boost::signals2::connection poll_listener_;
-  event::ConnectionPtr created_, update_;
+  std::mutex end_mutex_;
+  std::condition_variable end_done_;
+  uint64_t ended_ = 0;
+  event::ConnectionPtr created_, update_, end_;
 };
 
 GZ_REGISTER_SYSTEM_PLUGIN(Sim2RealRosApi)

@@ -28,7 +28,7 @@ from compliant_actuator_gazebo.errors import CompliantError
 if TYPE_CHECKING:
     from compliant_actuator_gazebo.msg import LinkState, MotorState
 
-STATE_TIMEOUT = 10.0
+STATE_TIMEOUT = 30.0
 """[s] wall time a state may take to arrive after a step before the run is abandoned."""
 CHUNK = 50
 """Publications per lock-step call at most."""

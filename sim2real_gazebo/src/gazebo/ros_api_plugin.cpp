@@ -10,9 +10,10 @@
 //   * the model of the parameter named by SIM2REAL_SPAWN (environment) or ~spawn (URDF or SDF
 //     text, e.g. robot_description) inserted when the world is created, as gazebo_ros's
 //     spawn_model does at launch.
-// The services run one at a time on one thread. step_world first lets roscpp's poll thread finish
-// the round in which it read the request, so an input published (synchronously) before the call
-// is in its plugin's queue before the first step: lock-stepped runs are deterministic.
+// The services run one at a time on one thread. step_world publishes its inputs in-process, then
+// waits for two rounds of roscpp's poll thread (which delivers publications and reads sockets),
+// so they, and the messages read with the request, are in the plugins' queues before the first
+// step; it returns once the last step's update has ended: lock-stepped runs are deterministic.
 // Errors are one gzerr line; gzserver never stops because of this plugin.
 #include <ros/callback_queue.h>
 #include <ros/poll_manager.h>
@@ -96,6 +97,9 @@ class Sim2RealRosApi : public SystemPlugin {
           }
           for (size_t i = 0; i < req.topics.size(); ++i) Input(req.topics[i], req.values[i]);
           if (req.steps > 0) {
+            // roscpp delivers publications (intra-process ones too) from its poll thread, at
+            // the start of a round: two rounds and they are in the plugins' queues
+            AwaitPollRound();
             AwaitPollRound();
             if (!world_->IsPaused()) world_->SetPaused(true);
             const uint64_t target = world_->Iterations() + req.steps;
@@ -140,8 +144,8 @@ class Sim2RealRosApi : public SystemPlugin {
     end_done_.wait_for(lock, std::chrono::seconds(1), [this, target] { return ended_ >= target; });
   }
 
-  // A std_msgs/Float64 input published in this process: roscpp delivers it to the subscriber
-  // queues of this process's plugins within publish() (an intra-process link).
+  // A std_msgs/Float64 input published in this process: roscpp's poll thread hands it to the
+  // subscriber queues of this process's plugins (an intra-process link, no socket).
   void Input(const std::string& topic, double value) {
     auto found = inputs_.find(topic);
     if (found == inputs_.end()) {

@@ -64,9 +64,20 @@ def latest(topic: str, msg_type, timeout: float = 30.0):
     return rospy.wait_for_message(topic, msg_type, timeout=timeout)
 
 
-def pub(topic: str, value: float) -> None:
-    subprocess.run(["rostopic", "pub", "-1", topic, "std_msgs/Float64", f"data: {value}"],
-                   check=True, capture_output=True, timeout=30)
+class Pub:
+    """`rostopic pub TOPIC std_msgs/Float64 "data: V"` as in the README: latched, left running
+    until the test has waited (a one-shot publish is lost if the subscriber connects late)."""
+
+    def __init__(self, topic: str, value: float) -> None:
+        self.proc = subprocess.Popen(["rostopic", "pub", topic, "std_msgs/Float64", f"data: {value}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self) -> "Pub":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
 
 
 class ClockWatch:
@@ -111,13 +122,13 @@ def one_dof():
 
 def test_the_readme_rostopic_pub_outcomes_in_gazebo(one_dof):
     from compliant_actuator_gazebo.msg import LinkState
-    pub("/one_dof/joint_1/equilibrium_position", 0.5)
-    settle_for(3.0)
-    state = latest("/one_dof/joint_1/link_state", LinkState)
-    assert state.position == pytest.approx(0.33, abs=0.02)        # soft preset: gravity sags it
-    pub("/one_dof/joint_1/stiffness_preset", 0.6)
-    settle_for(3.0)
-    assert latest("/one_dof/joint_1/link_state", LinkState).position == pytest.approx(0.49, abs=0.02)
+    with Pub("/one_dof/joint_1/equilibrium_position", 0.5):
+        settle_for(5.0)
+        state = latest("/one_dof/joint_1/link_state", LinkState)
+        assert state.position == pytest.approx(0.33, abs=0.02)    # soft preset: gravity sags it
+        with Pub("/one_dof/joint_1/stiffness_preset", 0.6):
+            settle_for(5.0)
+            assert latest("/one_dof/joint_1/link_state", LinkState).position == pytest.approx(0.49, abs=0.02)
 
 
 def test_clock_and_the_physics_services(one_dof):

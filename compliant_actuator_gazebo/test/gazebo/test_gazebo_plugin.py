@@ -51,6 +51,10 @@ def test_every_example_robot_loads_and_publishes_at_its_rate(model, args, publis
                                          queue_size=None))
         sim._wait_connected(subs)
         sim.step(1000)                                     # 1 s of simulated time
+        deadline = time.monotonic() + 30.0                 # this test's subscribers may lag
+        while time.monotonic() < deadline and any(
+                not stamps or stamps[-1] < 1.0 - 1e-6 for stamps in received.values()):
+            time.sleep(0.05)
         for s in subs:
             s.unregister()
     assert set(received) == set(description.compliant_names)

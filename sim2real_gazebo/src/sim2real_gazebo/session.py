@@ -109,8 +109,9 @@ class GazeboSession:
                 raise GazeboError(f"gzserver exited with status {self.container.process.returncode} "
                                   f"before it was ready (log: {self.container.log or 'stdout'})")
             try:
-                services = {s for s, _ in master.getSystemState()[2]}
-                published = {t for t, _ in master.getSystemState()[0]}
+                state = master.getSystemState()        # one look-up: publishers, services
+                services = {s for s, _ in state[2]}
+                published = {t for t, _ in state[0]}
             except Exception:   # the master is busy: ask again
                 services, published = set(), set()
             missing = [t for t in topics if t not in published]

@@ -4,7 +4,7 @@
 #      made here by mmdebstrap from the Debian mirror, imported once and kept, tagged by the hash
 #      of the package list (a changed list makes a new base);
 #   2. the image on it: the C++ packages of this checkout (sim2real_gazebo,
-#      compliant_actuator_gazebo) copied into a build context and built by catkin inside; the
+#      panda_gazebo, compliant_actuator_gazebo) copied into a build context and built by catkin inside; the
 #      engine's layer cache rebuilds only when they change.
 #   tools/gazebo_image.sh [--tag TAG]      (default localhost/sim2real-gazebo)
 # Without podman or a running docker engine, or without mmdebstrap for the base, it says what to
@@ -55,7 +55,7 @@ fi
 context="$work/context"
 rm -rf "$context"
 mkdir -p "$context/ws/src"
-for pkg in sim2real_gazebo compliant_actuator_gazebo; do
+for pkg in sim2real_gazebo panda_gazebo compliant_actuator_gazebo; do
   mkdir -p "$context/ws/src/$pkg"
   (cd "$root/$pkg" && tar --exclude=results --exclude=test --exclude=__pycache__ -cf - .) \
     | tar -xf - -C "$context/ws/src/$pkg"

@@ -7,8 +7,10 @@ from typing import Optional, Sequence
 
 from tqdm import tqdm
 
+from panda_sim2real.errors import ConfigError
+from panda_sim2real.gazebo_model import SIMS
 from panda_sim2real.limits import JointLimits
-from panda_sim2real.pairs import CollectionSummary, PairBagWriter, collect_pairs
+from panda_sim2real.pairs import CollectionSummary, LockStepRobot, PairBagWriter, collect_pairs
 from panda_sim2real.robot import SimulatedRobot
 from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
 from panda_sim2real.trajectory_generation import KINDS
@@ -30,6 +32,7 @@ class CollectionRequest:
     work_cycle: str = DEFAULT_WORK_CYCLE_FILE
     rate: Optional[float] = None       # publish rate of both robots [Hz]; None: their configs'
     show_progress: bool = True
+    sim: str = "pybullet"              # the simulator: the sim config's engine, or gazebo (SIMS)
 
 
 @dataclass(frozen=True)
@@ -46,13 +49,30 @@ def load_robot(path: str, limits: JointLimits, seed: int, rate: Optional[float])
     return SimulatedRobot(config.with_overrides(publish_rate=rate, seed=config.seed + 7919 * seed), limits)
 
 
+def load_simulator(sim: str, path: str, limits: JointLimits, seed: int,
+                   rate: Optional[float]) -> LockStepRobot:
+    """The simulator of ``path`` (a simulator config): on its own engine (``sim`` 'pybullet'),
+    or in Gazebo 11 (``sim`` 'gazebo', gazebo_robot.py; the Gazebo image must exist)."""
+    if sim not in SIMS:
+        raise ConfigError(f"unknown simulator {sim!r}; expected one of {', '.join(SIMS)}")
+    if sim == "pybullet":
+        return load_robot(path, limits, seed, rate)
+    from panda_sim2real.gazebo_robot import GazeboRobot
+    config = RobotConfig.from_yaml(path)
+    return GazeboRobot(config.with_overrides(publish_rate=rate), limits)
+
+
 def run_collection(request: CollectionRequest, limits: Optional[JointLimits] = None) -> CollectionResult:
     """Build both robots and the generator, collect the pairs into ``request.out``."""
     limits = limits or JointLimits.from_yaml()
     generator = make_generator(request.kinds, request.seed, limits, request.generator_config,
                                request.work_cycle)
-    sim = load_robot(request.sim_config, limits, request.seed, request.rate)
     real = load_robot(request.reality_config, limits, request.seed, request.rate)
+    try:
+        sim = load_simulator(request.sim, request.sim_config, limits, request.seed, request.rate)
+    except BaseException:
+        real.close()
+        raise
     try:
         wall = time.perf_counter()
         with PairBagWriter(request.out, limits.joint_names, real.label) as writer, \
@@ -67,7 +87,8 @@ def run_collection(request: CollectionRequest, limits: Optional[JointLimits] = N
     figures = {"bag": request.out, "trajectories": summary.trajectories, "kinds": summary.kinds,
                "simulated_seconds": summary.simulated_seconds, "wall_seconds": wall,
                "real_time_factor": summary.simulated_seconds / wall if wall > 0 else None,
-               "label": real.label, "seed": request.seed}
+               "label": real.label, "seed": request.seed, "sim": request.sim,
+               "sim_label": sim.label}
     if tuple(request.kinds) == (TASK,):
         figures["work_cycle"] = request.work_cycle
     return CollectionResult(summary, wall, real.label, figures)

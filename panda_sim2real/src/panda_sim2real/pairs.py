@@ -2,7 +2,9 @@
 on a real robot and once in a simulated environment"), recorded to a rosbag.
 
 The in-process collector steps both robots in lock-step at the physics rate (deterministic for a
-seed, no ROS master); the ``pair_runner`` node does the same over topics against live robots.
+seed, no ROS master of the user's): the simulator is a SimulatedRobot (PyBullet) or a GazeboRobot
+(Gazebo 11, stepped through step_world), the robot the reality stand-in; the ``pair_runner`` node
+does the same over topics against live robots.
 Both write the same bag layout:
 
 * ``/sim/joint_states``, ``/real/joint_states`` (sensor_msgs/JointState, stamp = robot time)
@@ -12,8 +14,9 @@ Both write the same bag layout:
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 import rosbag
@@ -26,6 +29,19 @@ from panda_sim2real.ros_conversions import joint_state_msg, joint_trajectory_msg
 from panda_sim2real.trajectory import PlannedTrajectory
 from panda_sim2real.trajectory_generation import TrajectoryGenerator
 
+
+class LockStepRobot(Protocol):
+    """What the collector and the re-simulation drive: SimulatedRobot and GazeboRobot."""
+
+    dt: float
+    label: str
+
+    @property
+    def t(self) -> float: ...
+
+    def command(self, trajectory: PlannedTrajectory) -> PlannedTrajectory: ...
+
+    def advance(self, until: float) -> list[JointMeasurement]: ...
 
 
 def pair_event(trajectory_id: int, kind: str, event: int, stamp: float, duration: float) -> PairEvent:
@@ -74,7 +90,7 @@ class CollectionSummary:
     simulated_seconds: float
 
 
-def collect_pairs(sim: SimulatedRobot, real: SimulatedRobot, generator: TrajectoryGenerator,
+def collect_pairs(sim: LockStepRobot, real: SimulatedRobot, generator: TrajectoryGenerator,
                   count: int, kinds: Sequence[str], writer: PairBagWriter,
                   lead_time: float = 0.05, settle_time: float = 2.0,
                   progress: Optional[Callable[[int], None]] = None) -> CollectionSummary:
@@ -84,36 +100,44 @@ def collect_pairs(sim: SimulatedRobot, real: SimulatedRobot, generator: Trajecto
     Each trajectory starts ``lead_time`` after the previous one ended (both robots at rest) from
     the previous planned end configuration; the first starts at the robots' home pose after
     ``settle_time`` seconds of holding it (the simulator's PID needs its integral to carry the
-    gravity load), so that every trajectory begins with both robots at rest.
+    gravity load), so that every trajectory begins with both robots at rest. The robots do not
+    interact: each runs to the next event on its own, a simulator that waits for another process
+    (``concurrent``, Gazebo) while the stand-in steps here.
     """
     if abs(sim.dt - real.dt) > 1e-12:
         raise ValueError("both robots must run at the same physics rate for lock-step collection")
-    robots = ((SIM_NS, sim), (REAL_NS, real))
-    start_q = np.asarray(sim.executor.reference(sim.t)[0])
+    start_q = np.asarray(real.executor.reference(real.t)[0])
     counts: dict[str, int] = {}
-    t_begin = sim.t
+    t_begin = real.t
+    pool = ThreadPoolExecutor(1) if getattr(sim, "concurrent", False) else None
 
     def run_until(until: float) -> None:
-        while sim.t < until - 0.5 * sim.dt:
-            for namespace, robot in robots:
-                robot.step()
-                if robot.publish_due:
-                    writer.joint_state(namespace, robot.measure())
+        pending = pool.submit(sim.advance, until) if pool is not None else None
+        sim_states = sim.advance(until) if pending is None else None
+        real_states = real.advance(until)
+        for m in (pending.result() if pending is not None else sim_states):
+            writer.joint_state(SIM_NS, m)
+        for m in real_states:
+            writer.joint_state(REAL_NS, m)
 
-    run_until(sim.t + settle_time)
-    for trajectory_id in range(count):
-        move = generator.next(start_q, kinds)
-        start = sim.t + lead_time
-        planned = move.trajectory.at(start)
-        for namespace, robot in robots:
-            robot.command(planned)
-            writer.command(namespace, planned, sim.t)
-        writer.event(pair_event(trajectory_id, move.kind, PairEvent.START, start, planned.duration), start)
-        end = start + planned.duration
-        run_until(end)
-        writer.event(pair_event(trajectory_id, move.kind, PairEvent.END, end, planned.duration), end)
-        start_q = planned.positions[-1]
-        counts[move.kind] = counts.get(move.kind, 0) + 1
-        if progress is not None:
-            progress(1)
-    return CollectionSummary(count, counts, sim.t - t_begin)
+    try:
+        run_until(real.t + settle_time)
+        for trajectory_id in range(count):
+            move = generator.next(start_q, kinds)
+            start = real.t + lead_time
+            planned = move.trajectory.at(start)
+            for namespace, robot in ((SIM_NS, sim), (REAL_NS, real)):
+                robot.command(planned)
+                writer.command(namespace, planned, real.t)
+            writer.event(pair_event(trajectory_id, move.kind, PairEvent.START, start, planned.duration), start)
+            end = start + planned.duration
+            run_until(end)
+            writer.event(pair_event(trajectory_id, move.kind, PairEvent.END, end, planned.duration), end)
+            start_q = planned.positions[-1]
+            counts[move.kind] = counts.get(move.kind, 0) + 1
+            if progress is not None:
+                progress(1)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return CollectionSummary(count, counts, real.t - t_begin)

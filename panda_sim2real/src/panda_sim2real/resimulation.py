@@ -7,8 +7,9 @@ copied unchanged. A bag recorded on a real robot through ``fci_bridge`` and ``pa
 gets new sim/real pairs without moving the robot again, with the same trajectories and the same
 time parametrisation (issue 17, step 3).
 
-One pass in bag time order: before each copied message the simulator runs up to its time and
-writes the states it publishes, so the output is written in time order. The simulator starts at
+One pass in bag time order: the simulator runs from one command to the next (in PyBullet, or in
+Gazebo 11 lock-stepped: ``sim``), and the states it published in between are written merged with
+the copied messages of that stretch, so the output is written in time order. The simulator starts at
 rest at the first command's start pose at the bag's first stamp (the collector and the pair
 runner hold that pose before the first move) and receives every command when the original
 simulator did (the bag time of ``/sim/joint_trajectory_controller/command``; ``/real/...`` for a
@@ -17,6 +18,7 @@ corrected states) would contradict the new states and are left out.
 """
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from typing import Any, Callable, Optional
 import rosbag
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES, REAL_NS, SIM_NS, topic
-from panda_sim2real.collection import load_robot
+from panda_sim2real.collection import load_simulator
 from panda_sim2real.errors import BagError, PandaError
 from panda_sim2real.joint_state_bag import BagFile, decode, unreadable_bag
 from panda_sim2real.limits import JointLimits
@@ -45,6 +47,7 @@ class ResimulationRequest:
     sim_config: str = SIM_CONFIG_FILE
     seed: int = 0                    # as collect's --seed: shifts the simulator's noise seed
     rate: Optional[float] = None     # publish rate [Hz]; None: the sim config's
+    sim: str = "pybullet"            # the simulator: the sim config's engine, or gazebo
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def resimulate(request: ResimulationRequest, limits: Optional[JointLimits] = Non
     docstring). BagError for a missing, corrupt or non-pair bag or an invalid command in it;
     ConfigError for an unusable simulator configuration; the output is then not left behind."""
     limits = limits or JointLimits.from_yaml()
-    sim = load_robot(request.sim_config, limits, request.seed, request.rate)
+    sim = load_simulator(request.sim, request.sim_config, limits, request.seed, request.rate)
     wall = time.perf_counter()
     out: Optional[rosbag.Bag] = None
     copied = states = n_commands = 0
@@ -105,26 +108,37 @@ def resimulate(request: ResimulationRequest, limits: Optional[JointLimits] = Non
                     or name in COMMAND_TOPICS]
             out = rosbag.Bag(request.out, "w")
             names = list(limits.joint_names)
+            stretch: list = []          # the copied messages since the last command
+
+            def flush(until: float) -> int:
+                """Run the simulator to ``until``; write its states and the stretch in time order."""
+                simulated = [(m.stamp, SIM_STATES, joint_state_msg(m, names), None)
+                             for m in sim.advance(until)]
+                for t, name, msg, stamp in heapq.merge(simulated, stretch, key=lambda e: e[0]):
+                    if stamp is None:
+                        out.write(name, msg, to_time(t))
+                    else:
+                        out.write(name, msg, stamp, raw=True)
+                stretch.clear()
+                return len(simulated)
+
             for name, msg, stamp in bag.raw_messages(keep):
                 t = stamp.to_sec()
-                while sim.t < t - 0.5 * sim.dt:
-                    sim.step()
-                    if sim.publish_due:
-                        out.write(SIM_STATES, joint_state_msg(sim.measure(), names),
-                                  to_time(sim.t))
-                        states += 1
                 if name == commands:
                     try:
                         plan = trajectory_from_msg(decode(msg), limits)
                     except PandaError as exc:
                         raise BagError(f"bag {request.bag}: a command on {commands} at "
                                        f"{t:.3f} s is invalid: {exc}") from exc
+                    states += flush(t)
                     sim.command(plan)
                     n_commands += 1
-                out.write(name, msg, stamp, raw=True)
+                stretch.append((t, name, msg, stamp))
                 copied += 1
                 if progress is not None:
                     progress(1)
+            if stretch:
+                states += flush(stretch[-1][0])
             simulated = sim.t - t0
         out.close()
         out = None

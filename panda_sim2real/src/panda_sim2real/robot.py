@@ -222,6 +222,16 @@ class SimulatedRobot:
         while self.t < t - 0.5 * self.config.dt:
             self.step()
 
+    def advance(self, until: float) -> list[JointMeasurement]:
+        """Step as :meth:`run_until` and return the joint states published on the way (the
+        lock-step interface GazeboRobot shares)."""
+        out = []
+        while self.t < until - 0.5 * self.config.dt:
+            self.step()
+            if self.publish_due:
+                out.append(self.measure())
+        return out
+
     def close(self) -> None:
         self.physics.close()
 

@@ -5,8 +5,8 @@
 //   * /clock (rosgraph_msgs/Clock), sim time, at most ~pub_clock_frequency per simulated second;
 //   * /gazebo/pause_physics, /gazebo/unpause_physics, /gazebo/reset_simulation, /gazebo/reset_world
 //     (std_srvs/Empty, gazebo_ros's names) and /gazebo/step_world (sim2real_gazebo/StepWorld:
-//     lock-step driving of a paused world, with std_msgs/Float64 inputs published in-process
-//     just before the steps);
+//     lock-step driving of a paused world, with std_msgs/Float64 inputs and
+//     trajectory_msgs/JointTrajectory commands published in-process just before the steps);
 //   * the model of the parameter named by SIM2REAL_SPAWN (environment) or ~spawn (URDF or SDF
 //     text, e.g. robot_description) inserted when the world is created, as gazebo_ros's
 //     spawn_model does at launch.
@@ -22,6 +22,7 @@
 #include <sim2real_gazebo/StepWorld.h>
 #include <std_msgs/Float64.h>
 #include <std_srvs/Empty.h>
+#include <trajectory_msgs/JointTrajectory.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -90,12 +91,18 @@ class Sim2RealRosApi : public SystemPlugin {
                                               sim2real_gazebo::StepWorld::Response>(
         "step_world", [this](sim2real_gazebo::StepWorld::Request& req,
                              sim2real_gazebo::StepWorld::Response& res) {
-          if (req.topics.size() != req.values.size()) {
-            ROS_ERROR("%s/step_world: %zu topics but %zu values; nothing done",
-                      nh_->getNamespace().c_str(), req.topics.size(), req.values.size());
+          if (req.topics.size() != req.values.size() ||
+              req.trajectory_topics.size() != req.trajectories.size()) {
+            ROS_ERROR("%s/step_world: %zu topics but %zu values, %zu trajectory topics but %zu "
+                      "trajectories; nothing done",
+                      nh_->getNamespace().c_str(), req.topics.size(), req.values.size(),
+                      req.trajectory_topics.size(), req.trajectories.size());
             return false;
           }
-          for (size_t i = 0; i < req.topics.size(); ++i) Input(req.topics[i], req.values[i]);
+          for (size_t i = 0; i < req.topics.size(); ++i)
+            Publish<std_msgs::Float64>(inputs_, req.topics[i], Float64(req.values[i]));
+          for (size_t i = 0; i < req.trajectories.size(); ++i)
+            Publish(trajectories_, req.trajectory_topics[i], req.trajectories[i]);
           if (req.steps > 0) {
             // roscpp delivers publications (intra-process ones too) from its poll thread, at
             // the start of a round: two rounds and they are in the plugins' queues
@@ -144,16 +151,22 @@ class Sim2RealRosApi : public SystemPlugin {
     end_done_.wait_for(lock, std::chrono::seconds(1), [this, target] { return ended_ >= target; });
   }
 
-  // A std_msgs/Float64 input published in this process: roscpp's poll thread hands it to the
-  // subscriber queues of this process's plugins (an intra-process link, no socket).
-  void Input(const std::string& topic, double value) {
-    auto found = inputs_.find(topic);
-    if (found == inputs_.end()) {
-      ros::NodeHandle root;
-      found = inputs_.emplace(topic, root.advertise<std_msgs::Float64>(topic, 10)).first;
-    }
+  static std_msgs::Float64 Float64(double value) {
     std_msgs::Float64 msg;
     msg.data = value;
+    return msg;
+  }
+
+  // An input published in this process: roscpp's poll thread hands it to the subscriber queues
+  // of this process's plugins (an intra-process link, no socket).
+  template <class M>
+  void Publish(std::map<std::string, ros::Publisher>& publishers, const std::string& topic,
+               const M& msg) {
+    auto found = publishers.find(topic);
+    if (found == publishers.end()) {
+      ros::NodeHandle root;
+      found = publishers.emplace(topic, root.advertise<M>(topic, 10)).first;
+    }
     found->second.publish(msg);
   }
 
@@ -197,7 +210,7 @@ class Sim2RealRosApi : public SystemPlugin {
   std::unique_ptr<ros::AsyncSpinner> spinner_;
   std::vector<ros::ServiceServer> services_;
   ros::Publisher clock_pub_;
-  std::map<std::string, ros::Publisher> inputs_;  // step_world's inputs, by topic
+  std::map<std::string, ros::Publisher> inputs_, trajectories_;  // step_world's, by topic
   double clock_rate_ = 1000.0, last_clock_ = -1.0;
   std::string spawn_param_;
   std::mutex poll_mutex_;

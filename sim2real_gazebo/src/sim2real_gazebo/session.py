@@ -1,9 +1,10 @@
 """Driving gzserver from a host process (the reproductions, the Gazebo tests, the benchmarks):
 a ROS master if none runs, gzserver in its container with the model spawned from a parameter,
 and lock-step stepping through /gazebo/step_world. The caller subscribes the model's
-topics with rospy and hands std_msgs/Float64 inputs to :meth:`GazeboSession.step`, which has
-gzserver publish them in its own process just before the steps: they apply from the first one
-(a message published over TCP may reach the plugin a step late)."""
+topics with rospy and hands std_msgs/Float64 inputs and trajectory_msgs/JointTrajectory commands
+to :meth:`GazeboSession.step`, which has gzserver publish them in its own process just before the
+steps: they apply from the first one (a message published over TCP may reach the plugin a step
+late)."""
 from __future__ import annotations
 
 import atexit
@@ -125,14 +126,17 @@ class GazeboSession:
             time.sleep(0.1)
         self._step = rospy.ServiceProxy("/gazebo/step_world", StepWorld, persistent=True)
 
-    def step(self, steps: int = 1, inputs: Optional[Mapping[str, float]] = None) -> tuple[float, int]:
+    def step(self, steps: int = 1, inputs: Optional[Mapping[str, float]] = None,
+             trajectories: Sequence[tuple[str, Any]] = ()) -> tuple[float, int]:
         """Advance the paused world ``steps`` physics steps: (sim time [s], iterations).
-        ``inputs`` ({topic: value}, std_msgs/Float64) are published inside gzserver's process
-        just before the steps, so they apply from the first one."""
+        ``inputs`` ({topic: value}, std_msgs/Float64) and ``trajectories`` ((topic,
+        trajectory_msgs/JointTrajectory) pairs, published in this order) are published inside gzserver's process just before
+        the steps, so they apply from the first one."""
         import rospy
         topics = list(inputs or {})
         try:
-            response = self._step(steps, topics, [float(inputs[t]) for t in topics])
+            response = self._step(steps, topics, [float(inputs[t]) for t in topics],
+                                  [t for t, _ in trajectories], [m for _, m in trajectories])
         except (rospy.ServiceException, rospy.ROSException, OSError) as exc:
             raise GazeboError(f"/gazebo/step_world failed ({exc}); gzserver "
                               f"{'runs' if self.container.running() else 'exited'}") from None

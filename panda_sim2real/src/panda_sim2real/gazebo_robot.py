@@ -1,0 +1,157 @@
+"""The nominal simulator in Gazebo 11, lock-stepped from this process: the part of
+:class:`~panda_sim2real.robot.SimulatedRobot` that a pair collection and a re-simulation use
+(``reset``, ``command``, ``advance``, ``t``, ``dt``, ``label``), so they run on either simulator.
+
+gzserver runs the Panda with panda_gazebo's plugin (gazebo_model.py) on a ROS master of this
+process's own, paused; :meth:`GazeboRobot.advance` steps it through ``/gazebo/step_world`` and
+returns the joint states the plugin published within the steps. A command goes with the next
+steps (step_world publishes it inside gzserver), so it applies from the first of them, as a
+command given to SimulatedRobot between two steps: a seed gives the same states twice.
+
+Time: the robot's time is ``t0 + `` Gazebo's sim time since the last reset; commands and states
+are shifted by ``t0`` on the way in and out.
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import threading
+import time
+from typing import Optional
+
+import numpy as np
+
+from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
+from panda_sim2real.errors import PandaError
+from panda_sim2real.gazebo_model import gazebo_model
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.robot import JointMeasurement
+from panda_sim2real.robot_config import RobotConfig
+from panda_sim2real.trajectory import PlannedTrajectory
+
+PUBLICATIONS_PER_CALL = 500
+"""Joint states per step_world call at most (the plugin's publisher queues 1000: none is lost)."""
+STATE_TIMEOUT = 30.0
+"""[s] wall time the states of one call may take to arrive before the run is abandoned."""
+
+
+class GazeboRobot:
+    """``config`` (a simulator configuration: PID gains, rates, URDF, friction, offset) in
+    gzserver; starts at rest at the limits' home pose at t = 0, as SimulatedRobot does."""
+
+    concurrent = True
+    """advance() mostly waits for gzserver: a caller may step another robot meanwhile."""
+
+    def __init__(self, config: RobotConfig, limits: JointLimits, log: Optional[str] = None) -> None:
+        import rospy
+        from sensor_msgs.msg import JointState
+        from sim2real_gazebo import GazeboError, GazeboSession, WorldConfig
+
+        self.config = config
+        self.limits = limits
+        self.model = gazebo_model(config, limits)
+        self.label = self.model.label
+        self.dt = 1.0 / float(config.physics_rate)
+        self._every = config.steps_per_publish
+        ns = "/" + self.model.namespace
+        self._command_topic = f"{ns}/{COMMAND}"
+        if log is None:
+            handle, log = tempfile.mkstemp(prefix="sim2real-gzserver-panda-", suffix=".log")
+            os.close(handle)
+        self.log = log
+        self._cond = threading.Condition()
+        self._received: list[JointMeasurement] = []
+        self._t0 = 0.0
+        self._steps = 0
+        self._pending: list = []
+        self._error = GazeboError
+        try:
+            self.session = GazeboSession(
+                self.model.urdf, WorldConfig(physics_rate=self.model.physics_rate, real_time_factor=0.0),
+                params=self.model.params, ready_topics=[f"{ns}/{JOINT_STATES}"], log=log,
+                private=True)
+        except GazeboError as exc:
+            raise PandaError(f"the Panda in Gazebo: {exc}") from None
+        self._rospy = rospy
+        self._names = list(limits.joint_names)
+        self._subscriber = rospy.Subscriber(f"{ns}/{JOINT_STATES}", JointState, self._on_state,
+                                            queue_size=None)
+        deadline = time.monotonic() + 10.0
+        while self._subscriber.get_num_connections() == 0:
+            if time.monotonic() > deadline:
+                self.close()
+                raise PandaError(f"the Panda in Gazebo: no connection to {ns}/{JOINT_STATES} "
+                                 f"(log: {log})")
+            time.sleep(0.01)
+
+    @property
+    def t(self) -> float:
+        return self._t0 + self._steps * self.dt
+
+    def _on_state(self, msg) -> None:
+        from panda_sim2real.ros_conversions import measurement_from_msg
+        m = measurement_from_msg(msg, self._names)
+        with self._cond:
+            self._received.append(JointMeasurement(m.stamp + self._t0, m.position, m.velocity, m.effort))
+            self._cond.notify_all()
+
+    def reset(self, q: np.ndarray, t: float = 0.0) -> None:
+        """At rest at ``q``, holding it, at time ``t``: the plugin's initial positions are set
+        and the simulation is reset (its time restarts at 0)."""
+        from panda_sim2real.gazebo_model import PARAMETERS
+        self._rospy.set_param(f"/{self.model.namespace}/{PARAMETERS}/initial_positions",
+                              np.asarray(q, dtype=float).tolist())
+        self.session.call_empty("/gazebo/reset_simulation")
+        with self._cond:
+            self._received.clear()
+        self._pending.clear()
+        self._t0, self._steps = float(t), 0
+
+    def command(self, trajectory: PlannedTrajectory) -> PlannedTrajectory:
+        """Send ``trajectory`` (its start in this robot's time; none: at the next step) with the
+        next steps."""
+        from panda_sim2real.ros_conversions import joint_trajectory_msg
+        start = None if trajectory.start is None else trajectory.start - self._t0
+        if start is not None and start <= 0.0:
+            start = 1e-9       # a start at Gazebo's time 0 would read as "on receipt"
+        self._pending.append(joint_trajectory_msg(trajectory.at(start), self._names))
+        return trajectory
+
+    def advance(self, until: float) -> list[JointMeasurement]:
+        """Step until this robot's time reaches ``until`` (to within half a step, as
+        SimulatedRobot.run_until) and return the joint states published on the way."""
+        n = max(0, math.ceil((until - self.t) / self.dt - 0.5 - 1e-9))
+        out: list[JointMeasurement] = []
+        while n > 0:
+            chunk = min(n, PUBLICATIONS_PER_CALL * self._every)
+            expected = (self._steps + chunk) // self._every - self._steps // self._every
+            commands, self._pending = self._pending, []
+            try:
+                self.session.step(chunk, trajectories=[(self._command_topic, m) for m in commands])
+            except self._error as exc:
+                raise PandaError(f"the Panda in Gazebo: {exc} (log: {self.log})") from None
+            self._steps += chunk
+            n -= chunk
+            out.extend(self._take(expected))
+        return out
+
+    def _take(self, expected: int) -> list[JointMeasurement]:
+        deadline = time.monotonic() + STATE_TIMEOUT
+        with self._cond:
+            while len(self._received) < expected:
+                left = deadline - time.monotonic()
+                if left <= 0.0:
+                    raise PandaError(f"the Panda in Gazebo: {len(self._received)} of {expected} "
+                                     f"joint states arrived within {STATE_TIMEOUT:g} s (log: {self.log})")
+                self._cond.wait(min(left, 0.5))
+            taken, self._received = self._received[:expected], self._received[expected:]
+        return taken
+
+    def close(self) -> None:
+        subscriber = getattr(self, "_subscriber", None)
+        if subscriber is not None:
+            subscriber.unregister()
+        session = getattr(self, "session", None)
+        if session is not None:
+            session.close()

@@ -2,7 +2,7 @@
 #   make demo    the main job on the embedded default (PyBullet sim vs the reality stand-in)
 #   make pipeline  the sim-to-real chain: collect, identify, resimulate, Realeasy, kernels,
 #                evaluate with an acceptance gate (sim2real_pipeline; REALITY_CONFIG= TRAJECTORIES=
-#                SEED= OUT=; ~20 min)
+#                SEED= OUT= SIM=pybullet|gazebo; ~20 min)
 #   make test    every test: pytest (libraries), C++ tests, rostest integration tests
 #   make bench   performance figures into bench/results/*.json
 #   make docker  the robot PC image (docker or podman; docker/README.md)
@@ -68,8 +68,9 @@ demo: setup
 # The sim-to-real chain (sim2real_pipeline/README.md): OUT/pipeline.json and OUT/report.md; the work
 # directory OUT/work is resumable (a second run keeps what finished with the same settings).
 OUT ?= $(ROOT)/reports/pipeline
-pipeline: setup
+pipeline: setup $(if $(filter gazebo,$(SIM)),gazebo)
 	$(RUN) rosrun sim2real_pipeline pipeline --out $(OUT) --seed $(or $(SEED),0) \
+	  $(if $(SIM),--sim $(SIM)) \
 	  $(if $(REALITY_CONFIG),--reality-config $(abspath $(REALITY_CONFIG))) \
 	  $(if $(TRAJECTORIES),--trajectories $(TRAJECTORIES))
 

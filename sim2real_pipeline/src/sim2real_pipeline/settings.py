@@ -53,6 +53,7 @@ class PipelineSettings:
     task_validation: float = 0.2
     kernels: KernelSettings = KernelSettings()
     quiet: bool = False
+    sim: str = "pybullet"                 # the nominal simulator of collect and resimulate
 
     def check(self) -> None:
         """PipelineError('settings', ...) for values no stage could use."""
@@ -70,6 +71,8 @@ class PipelineSettings:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0.0):
                 raise bad(f"{name} must be a positive number, got {value}")
+        if self.sim not in ("pybullet", "gazebo"):
+            raise bad(f"sim must be pybullet or gazebo, got {self.sim!r}")
         if self.identify_epochs < 1:
             raise bad(f"identify epochs must be at least 1, got {self.identify_epochs}")
         k = self.kernels

@@ -49,10 +49,10 @@ def collect(ctx: Context) -> StageRecord:
         raise PipelineError("collect", exc) from exc
     pairs, tasks = w.path("pairs.bag"), w.path("tasks.bag")
     ctx.tool("collect", "panda_sim2real", "collect", "--trajectories", s.trajectories,
-             "--seed", s.seed, "--reality-config", s.reality_config, "--out", pairs,
+             "--seed", s.seed, "--sim", s.sim, "--reality-config", s.reality_config, "--out", pairs,
              "--json", w.path("collect_pairs.json"))
     ctx.tool("collect", "panda_sim2real", "collect", "--task-repeats", s.task_repeats,
-             "--seed", s.seed + 1, "--reality-config", s.reality_config, "--out", tasks,
+             "--seed", s.seed + 1, "--sim", s.sim, "--reality-config", s.reality_config, "--out", tasks,
              "--json", w.path("collect_tasks.json"))
     return StageRecord("collect", "", {"pairs": pairs, "tasks": tasks},
                        {"label": label,
@@ -193,7 +193,7 @@ def resimulate(ctx: Context) -> StageRecord:
     for name in ("pairs", "tasks"):
         outputs[name] = w.path(f"{name}_identified.bag")
         ctx.tool("resimulate", "panda_sim2real", "resimulate", "--bag",
-                 ctx.output("collect", name), "--sim-config", config, "--seed", s.seed,
+                 ctx.output("collect", name), "--sim-config", config, "--sim", s.sim, "--seed", s.seed,
                  "--out", outputs[name], "--json", w.path(f"resimulate_{name}.json"))
     # the same trajectories in the same splits as the nominal data set: Realeasy trains, and the
     # gate and the report measure, on the trajectories identification saw or did not see
@@ -280,6 +280,7 @@ def _collect_settings(s: PipelineSettings) -> dict[str, Any]:
         return {"bags": bags, "stat": [(os.path.getsize(p), os.path.getmtime(p)) for p in bags]}
     generator = os.path.join(os.path.dirname(DEFAULT_WORK_CYCLE_FILE), "trajectories.yaml")
     return {"trajectories": s.trajectories, "task_repeats": s.task_repeats, "seed": s.seed,
+            **({"sim": s.sim} if s.sim != "pybullet" else {}),
             "files": [_file_text(p) for p in (s.reality_config, SIM_CONFIG_FILE,
                                                DEFAULT_WORK_CYCLE_FILE, generator)]}
 
@@ -296,7 +297,8 @@ def stage_list() -> tuple[Stage, ...]:
                          "friction": s.identify_friction, "offset": s.identify_offset,
                          "physics_rate": s.identified_physics_rate or "auto"},
               "diffnea_ros: the robot's inertials, damping, friction, torque offsets"),
-        Stage("resimulate", resimulate, ("collect", "split", "identify"), lambda s: {"seed": s.seed},
+        Stage("resimulate", resimulate, ("collect", "split", "identify"),
+              lambda s: {"seed": s.seed, **({"sim": s.sim} if s.sim != "pybullet" else {})},
               "the same commands in the identified simulator"),
         Stage("realeasy", realeasy, ("resimulate",),
               lambda s: {"minutes": s.train_minutes, "seed": s.seed},

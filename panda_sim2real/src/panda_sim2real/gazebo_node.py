@@ -1,0 +1,49 @@
+"""The ``panda_gazebo`` node (``sim:=gazebo``): the nominal simulator in Gazebo 11 behind panda_sim's
+topics. It reads the same parameters as panda_sim (``~config``, ``~limits``, ``~urdf``,
+``~publish_rate``, ``~real_time_factor``), writes the model (``robot_description`` in its
+namespace) and panda_gazebo's plugin parameters (gazebo_model.py), and runs gzserver of the Gazebo
+image with them (sim2real_gazebo's ServerNode), the clock source on /clock. The topics are the
+plugin's: ``joint_states``, ``joint_trajectory_controller/reference``, ``label``,
+``joint_trajectory_controller/command`` and ``set_joint_state``. A bad configuration or URDF
+stops it with one line before gzserver starts; it ends when gzserver ends."""
+from __future__ import annotations
+
+import rospy
+from sim2real_checks.node import mapping_param, run_node
+from sim2real_checks.params import number_param, optional_number_param
+from sim2real_gazebo.errors import GazeboError
+from sim2real_gazebo.server_node import ServerNode, ServerParams
+from sim2real_gazebo.world import WorldConfig
+
+from panda_sim2real.errors import ConfigError, PandaError
+from panda_sim2real.gazebo_model import gazebo_model
+from panda_sim2real.limits import JointLimits
+from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+
+DESCRIPTION = "robot_description"
+
+
+def make_node() -> ServerNode:
+    limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
+    config = mapping_param("~config", RobotConfig.from_dict,
+                           lambda path: RobotConfig.from_yaml(path or SIM_CONFIG_FILE))
+    try:
+        config = config.with_overrides(publish_rate=optional_number_param("~publish_rate", PandaError))
+    except ConfigError as exc:
+        raise ConfigError(f"~publish_rate: {exc}") from None
+    config = config.with_overrides(urdf=rospy.get_param("~urdf", None) or None)
+    namespace = rospy.get_namespace().strip("/") or "sim"
+    model = gazebo_model(config, limits, namespace)
+    rospy.set_param(DESCRIPTION, model.urdf)
+    for key, value in model.params.items():
+        rospy.set_param(key, value)
+    rtf = number_param("~real_time_factor", 1.0, PandaError, minimum=0.0)
+    rospy.loginfo("%s: %s, physics %.0f Hz, joint_states %.0f Hz, config %s", rospy.get_name(),
+                  model.label, model.physics_rate, config.publish_rate, config.source)
+    return ServerNode(ServerParams(world=WorldConfig(physics_rate=model.physics_rate,
+                                                     real_time_factor=rtf), spawn=DESCRIPTION))
+
+
+def main() -> None:
+    run_node("panda_gazebo", make_node, ServerNode.spin, ServerNode.close,
+             errors=(PandaError, GazeboError))

@@ -9,8 +9,9 @@ the module docstring of its script).
 * node_latency (residual_publisher, 1 kHz in), fci_bridge (against fci_standin over libfranka,
   normal and SCHED_FIFO 40), diffnea_dynamics (vs Pinocchio and differentiable-robot-model),
   compliant_actuators (core step, 5-DoF arm vs rigid joints), gazebo_compliant (the arms in
-  gzserver 11 unthrottled and the plugin's cost per joint step, vs the embedded simulation;
-  --skip-gazebo leaves it out), kernel_manager (look-up with 10 000
+  gzserver 11 unthrottled and the plugin's cost per joint step, vs the embedded simulation),
+  gazebo_panda (the Panda's lock-step collection, speed and PID tracking in Gazebo vs PyBullet;
+  --skip-gazebo leaves both Gazebo parts out), kernel_manager (look-up with 10 000
   kernels, target <= 50 us median, vs a NumPy scan; Algorithm 1): bench/<part>.py.
 * trifinger_controllers: paper 004 levels 3 and 4, Table II layout, compute time per call, in
   simulation (bench/trifinger_benchmark.py, ~1 h; --skip-trifinger leaves it out).
@@ -30,6 +31,7 @@ import time
 
 from compliant_actuators import bench_compliant_actuators, print_table as print_compliant_table
 from gazebo_compliant import bench_gazebo_compliant, print_table as print_gazebo_table
+from gazebo_panda import bench_gazebo_panda, print_table as print_gazebo_panda_table
 from fci_bridge import bench_fci_bridges
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
@@ -134,6 +136,9 @@ def main() -> None:
     gazebo = None if args.skip_gazebo else bench_gazebo_compliant()
     if gazebo is not None:
         write_json(os.path.join(args.out, "gazebo_compliant.json"), gazebo)
+    gazebo_panda = None if args.skip_gazebo else bench_gazebo_panda()
+    if gazebo_panda is not None:
+        write_json(os.path.join(args.out, "gazebo_panda.json"), gazebo_panda)
     kernels = bench_kernel_manager(histories=vehicle_histories(missions=100, seed=0))
     write_json(os.path.join(args.out, "kernel_manager.json"), kernels)
 
@@ -153,6 +158,8 @@ def main() -> None:
     print_compliant_table(compliant)
     if gazebo is not None:
         print_gazebo_table(gazebo)
+    if gazebo_panda is not None:
+        print_gazebo_panda_table(gazebo_panda)
     print_kernel_table(kernels)
 
     if not args.skip_trifinger:   # last: the longest part, with its own progress bars and rows

@@ -76,7 +76,8 @@ PYBIND11_MODULE(_core, m) {
       [](pg::PidController& pid, std::optional<pg::SigmoidFriction> friction,
          const pg::Vector& effort, const pg::Vector& q, const pg::Vector& qd,
          const pg::Vector& q_ref, const pg::Vector& qd_ref, double dt) {
-        const pg::JointTorques tau = pg::effort_step(pid, friction, effort, q, qd, q_ref, qd_ref, dt);
+        const pg::JointTorques tau =
+            pg::effort_step(pid, friction, effort, q, qd, q_ref, qd_ref, dt);
         return py::make_tuple(tau.motor, tau.link);
       },
       py::arg("pid"), py::arg("friction"), py::arg("effort"), py::arg("q"), py::arg("qd"),

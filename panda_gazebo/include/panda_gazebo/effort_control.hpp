@@ -41,8 +41,7 @@ struct JointTorques {
 
 // One step of the simulator's joint torques (robot.py SimulatedRobot.step, rigid joints).
 JointTorques effort_step(PidController& pid, const std::optional<SigmoidFriction>& friction,
-                         const Vector& effort_limit, const Vector& position,
-                         const Vector& velocity, const Vector& position_ref,
-                         const Vector& velocity_ref, double dt);
+                         const Vector& effort_limit, const Vector& position, const Vector& velocity,
+                         const Vector& position_ref, const Vector& velocity_ref, double dt);
 
 }  // namespace panda_gazebo

@@ -38,9 +38,8 @@ Vector SigmoidFriction::torque(const Vector& velocity) const {
 }
 
 JointTorques effort_step(PidController& pid, const std::optional<SigmoidFriction>& friction,
-                         const Vector& effort_limit, const Vector& position,
-                         const Vector& velocity, const Vector& position_ref,
-                         const Vector& velocity_ref, double dt) {
+                         const Vector& effort_limit, const Vector& position, const Vector& velocity,
+                         const Vector& position_ref, const Vector& velocity_ref, double dt) {
   JointTorques out;
   out.motor = pid.compute(position, velocity, position_ref, velocity_ref, dt);
   for (size_t j = 0; j < out.motor.size(); ++j)

@@ -33,8 +33,8 @@ std::optional<std::vector<Vector>> matrix(const std::vector<Vector>& rows, size_
     return std::nullopt;
   if (rows.size() != points ||
       std::any_of(rows.begin(), rows.end(), [dof](const Vector& r) { return r.size() != dof; }))
-    throw TrajectoryRejected(
-        "every point needs " + std::to_string(dof) + " " + what + " (or none)", "malformed");
+    throw TrajectoryRejected("every point needs " + std::to_string(dof) + " " + what + " (or none)",
+                             "malformed");
   return rows;
 }
 
@@ -98,9 +98,8 @@ PlannedTrajectory validate_trajectory(const std::vector<std::string>& names, con
   for (const auto& n : names)
     if (std::find(expected.begin(), expected.end(), n) == expected.end()) unknown.push_back(n);
   if (!unknown.empty())
-    throw TrajectoryRejected("unknown joint names " + join(unknown) + "; expected " +
-                                 join(expected),
-                             "malformed");
+    throw TrajectoryRejected(
+        "unknown joint names " + join(unknown) + "; expected " + join(expected), "malformed");
   std::vector<std::string> sorted(names);
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
@@ -156,10 +155,10 @@ PlannedTrajectory validate_trajectory(const std::vector<std::string>& names, con
     for (size_t j = 0; j < dof; ++j) {
       const double v = out.velocities[k][j];
       if (std::abs(v) > limits.velocity[j] * kLimitTolerance)
-        throw TrajectoryRejected("point " + std::to_string(k) + ": " + expected[j] +
-                                     format(" velocity %.4g rad/s exceeds %.3f", v,
-                                            limits.velocity[j]),
-                                 "bounds");
+        throw TrajectoryRejected(
+            "point " + std::to_string(k) + ": " + expected[j] +
+                format(" velocity %.4g rad/s exceeds %.3f", v, limits.velocity[j]),
+            "bounds");
     }
   return out;
 }

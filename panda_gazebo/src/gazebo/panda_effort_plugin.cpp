@@ -105,11 +105,11 @@ class PandaEffortPlugin : public ModelPlugin {
     begin_ = event::Events::ConnectWorldUpdateBegin(
         [this](const common::UpdateInfo&) { OnStepBegin(); });
     end_ = event::Events::ConnectWorldUpdateEnd([this] { OnStepEnd(); });
-    ROS_INFO("%s: Panda effort PID on %zu joints, physics %g Hz, joint_states every %lu steps "
-             "(%g Hz), label '%s'",
-             nh_->getNamespace().c_str(), joints_.size(), 1.0 / dt_,
-             static_cast<unsigned long>(publish_every_), 1.0 / (publish_every_ * dt_),
-             label_.c_str());
+    ROS_INFO(
+        "%s: Panda effort PID on %zu joints, physics %g Hz, joint_states every %lu steps "
+        "(%g Hz), label '%s'",
+        nh_->getNamespace().c_str(), joints_.size(), 1.0 / dt_,
+        static_cast<unsigned long>(publish_every_), 1.0 / (publish_every_ * dt_), label_.c_str());
   }
 
   // World reset: back to initial_positions (read again) at rest, holding them (next step).
@@ -117,8 +117,8 @@ class PandaEffortPlugin : public ModelPlugin {
 
  private:
   void Fail(const std::string& why) {
-    gzerr << "[panda_effort_plugin] model '" << model_->GetName() << "', plugin '"
-          << GetHandle() << "': " << why << "; model removed\n";
+    gzerr << "[panda_effort_plugin] model '" << model_->GetName() << "', plugin '" << GetHandle()
+          << "': " << why << "; model removed\n";
     transport::NodePtr node(new transport::Node());
     node->Init(world_->Name());
     transport::PublisherPtr requests = node->Advertise<msgs::Request>("~/request");
@@ -162,9 +162,9 @@ class PandaEffortPlugin : public ModelPlugin {
     pid_.emplace(pg::PidGains{Numbers(nh, "p", n), Numbers(nh, "i", n), Numbers(nh, "d", n),
                               Numbers(nh, "i_clamp", n)});
     if (nh.hasParam("friction_phi1"))
-      friction_ = pg::SigmoidFriction{Numbers(nh, "friction_phi1", n),
-                                      Numbers(nh, "friction_phi2", n),
-                                      Numbers(nh, "friction_phi3", n)};
+      friction_ =
+          pg::SigmoidFriction{Numbers(nh, "friction_phi1", n), Numbers(nh, "friction_phi2", n),
+                              Numbers(nh, "friction_phi3", n)};
     offset_ = Numbers(nh, "torque_offset", n, false);
     nh.param("latency", latency_, 0.0);
     nh.param("publish_rate", publish_rate_, 100.0);
@@ -203,9 +203,10 @@ class PandaEffortPlugin : public ModelPlugin {
     } catch (const pg::TrajectoryRejected& error) {
       executor_->stop(now_ - latency_);
       if (Due("command/" + error.reason()))
-        ROS_ERROR("%s/joint_trajectory_controller/command: rejected [%s]: %s; the arm holds "
-                  "its current reference",
-                  nh_->getNamespace().c_str(), error.reason().c_str(), error.what());
+        ROS_ERROR(
+            "%s/joint_trajectory_controller/command: rejected [%s]: %s; the arm holds "
+            "its current reference",
+            nh_->getNamespace().c_str(), error.reason().c_str(), error.what());
     }
   }
 
@@ -290,8 +291,8 @@ class PandaEffortPlugin : public ModelPlugin {
     reference.header = state.header;
     reference.name = state.name;
     executor_->reference(t - latency_, reference.position, reference.velocity);
-    for (const auto* values : {&state.position, &state.velocity, &state.effort,
-                               &reference.position, &reference.velocity}) {
+    for (const auto* values : {&state.position, &state.velocity, &state.effort, &reference.position,
+                               &reference.velocity}) {
       if (!std::all_of(values->begin(), values->end(), [](double v) { return std::isfinite(v); })) {
         if (Due("joint_states/non_finite"))
           ROS_ERROR("%s/joint_states: a non-finite state was withheld",

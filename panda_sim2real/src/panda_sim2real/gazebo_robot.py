@@ -77,13 +77,29 @@ class GazeboRobot:
         self._names = list(limits.joint_names)
         self._subscriber = rospy.Subscriber(f"{ns}/{JOINT_STATES}", JointState, self._on_state,
                                             queue_size=None)
-        deadline = time.monotonic() + 10.0
-        while self._subscriber.get_num_connections() == 0:
+        try:
+            self._await_stream(ns, log)
+        except BaseException:
+            self.close()
+            raise
+
+    def _await_stream(self, ns: str, log: str, timeout: float = 20.0) -> None:
+        """Step until the state of the last step arrives (a connection counted by rospy may still
+        be the one to an earlier gzserver of this process, whose states never come; the states
+        after it come in order), then reset: the run starts at t = 0 with every state received."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._subscriber.get_num_connections() > 0:
+                now, _ = self.session.step(self._every)
+                with self._cond:
+                    if self._cond.wait_for(lambda: self._received and
+                                           self._received[-1].stamp >= now - 1e-9, 0.5):
+                        break
             if time.monotonic() > deadline:
-                self.close()
-                raise PandaError(f"the Panda in Gazebo: no connection to {ns}/{JOINT_STATES} "
-                                 f"(log: {log})")
+                raise PandaError(f"the Panda in Gazebo: no state on {ns}/{JOINT_STATES} within "
+                                 f"{timeout:g} s (log: {log})")
             time.sleep(0.01)
+        self.reset(self.limits.home)
 
     @property
     def t(self) -> float:

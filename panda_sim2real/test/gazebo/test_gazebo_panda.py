@@ -16,7 +16,7 @@ import yaml
 
 from conftest import log_path
 from panda_sim2real.collection import CollectionRequest, run_collection
-from panda_sim2real.errors import ConfigError, PandaError
+from panda_sim2real.errors import ConfigError
 from panda_sim2real.gazebo_model import gazebo_model
 from panda_sim2real.gazebo_robot import GazeboRobot
 from panda_sim2real.limits import JointLimits

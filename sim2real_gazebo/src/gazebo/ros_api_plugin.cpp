@@ -93,10 +93,11 @@ class Sim2RealRosApi : public SystemPlugin {
                              sim2real_gazebo::StepWorld::Response& res) {
           if (req.topics.size() != req.values.size() ||
               req.trajectory_topics.size() != req.trajectories.size()) {
-            ROS_ERROR("%s/step_world: %zu topics but %zu values, %zu trajectory topics but %zu "
-                      "trajectories; nothing done",
-                      nh_->getNamespace().c_str(), req.topics.size(), req.values.size(),
-                      req.trajectory_topics.size(), req.trajectories.size());
+            ROS_ERROR(
+                "%s/step_world: %zu topics but %zu values, %zu trajectory topics but %zu "
+                "trajectories; nothing done",
+                nh_->getNamespace().c_str(), req.topics.size(), req.values.size(),
+                req.trajectory_topics.size(), req.trajectories.size());
             return false;
           }
           for (size_t i = 0; i < req.topics.size(); ++i)

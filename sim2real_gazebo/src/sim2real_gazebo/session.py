@@ -130,8 +130,8 @@ class GazeboSession:
              trajectories: Sequence[tuple[str, Any]] = ()) -> tuple[float, int]:
         """Advance the paused world ``steps`` physics steps: (sim time [s], iterations).
         ``inputs`` ({topic: value}, std_msgs/Float64) and ``trajectories`` ((topic,
-        trajectory_msgs/JointTrajectory) pairs, published in this order) are published inside gzserver's process just before
-        the steps, so they apply from the first one."""
+        trajectory_msgs/JointTrajectory) pairs, published in this order) are published inside
+        gzserver's process just before the steps, so they apply from the first one."""
         import rospy
         topics = list(inputs or {})
         try:

@@ -3,6 +3,8 @@ against the reality stand-in where a robot is involved; needs the Gazebo image, 
 
 1. lock-step collection: ``collect`` of ``pairs`` real/sim pairs with --sim gazebo and with the
    PyBullet simulator, simulated seconds per wall second (best of ``repeats``), and the ratio;
+   the sim-vs-robot gap per joint of both on the same trajectories (``compare`` on the bags of
+   the first repeat: one seed, the same moves);
 2. the simulator alone on the same moves (no stand-in stepping next to it): real-time factor of
    GazeboRobot (gzserver stepped through /gazebo/step_world, states at 100 Hz) and of
    SimulatedRobot (PyBullet);
@@ -14,7 +16,9 @@ against the reality stand-in where a robot is involved; needs the Gazebo image, 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import tempfile
 import time
 
@@ -31,15 +35,23 @@ from sim2real_checks.outputs import source_commit, write_json
 TEST_SEED = 1000
 
 
-def collection_speed(sim: str, pairs: int, repeats: int) -> float:
-    best = 0.0
+def collection_speed(sim: str, pairs: int, repeats: int) -> tuple[float, dict]:
+    """(best real-time factor of the collections, compare's gap figures of the first one)."""
+    best, gap = 0.0, {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(repeats):
-            figures = run_collection(CollectionRequest(out=os.path.join(tmp, f"{sim}{r}.bag"),
-                                                       trajectories=pairs, seed=r, sim=sim,
-                                                       show_progress=False)).figures
+            bag = os.path.join(tmp, f"{sim}{r}.bag")
+            figures = run_collection(CollectionRequest(out=bag, trajectories=pairs, seed=r,
+                                                       sim=sim, show_progress=False)).figures
             best = max(best, figures["real_time_factor"])
-    return best
+            if r == 0:
+                out = os.path.join(tmp, "gap.json")
+                subprocess.run(["rosrun", "panda_sim2real", "compare", "--bag", bag, "--quiet",
+                                "--json", out, "--plot", os.path.join(tmp, "gap.png")],
+                               check=True, capture_output=True)
+                with open(out) as f:
+                    gap = json.load(f)
+    return best, gap
 
 
 def track(robot, limits: JointLimits, moves: int) -> tuple[np.ndarray, float]:
@@ -68,9 +80,15 @@ def bench_gazebo_panda(pairs: int = 20, moves: int = 20, repeats: int = 3) -> di
                              "simulation, against the reality stand-in (MuJoCo); this machine",
                     "pairs": pairs, "test_moves": moves, "repeats": repeats,
                     "physics_rate": config.physics_rate, "publish_rate": config.publish_rate}
-    speed = {sim: collection_speed(sim, pairs, repeats) for sim in ("gazebo", "pybullet")}
+    runs = {sim: collection_speed(sim, pairs, repeats) for sim in ("gazebo", "pybullet")}
+    speed = {sim: run[0] for sim, run in runs.items()}
     result["collection_real_time_factor"] = speed
     result["collection_gazebo_over_pybullet"] = speed["gazebo"] / speed["pybullet"]
+    result["gap_to_the_reality_stand_in"] = {
+        sim: {key: run[1][key] for key in ("position_mse", "velocity_mse", "torque_mse", "label")}
+        for sim, run in runs.items()}
+    result["torque_mse_gazebo_over_pybullet"] = (
+        np.array(runs["gazebo"][1]["torque_mse"]) / np.array(runs["pybullet"][1]["torque_mse"])).tolist()
     alone, tracking = {}, {}
     for sim in ("gazebo", "pybullet"):
         best, errors = np.inf, None
@@ -102,7 +120,8 @@ def print_table(result: dict) -> None:
           f"{a['pybullet']:.1f}x (ratio {result['simulator_alone_gazebo_over_pybullet']:.2f})")
     for sim in ("gazebo", "pybullet"):
         rms = " ".join(f"{1e3 * v:6.2f}" for v in result["tracking"][sim]["rms_rad"])
-        print(f"  tracking RMS [mrad] {sim:8s} {rms}")
+        gap = " ".join(f"{v:6.3f}" for v in result["gap_to_the_reality_stand_in"][sim]["torque_mse"])
+        print(f"  {sim:8s} tracking RMS [mrad] {rms}; torque MSE vs stand-in [(N m)^2] {gap}")
 
 
 def main() -> None:

@@ -80,7 +80,7 @@ def evaluate(ctx: Context) -> StageRecord:
     task_adopted, task_decisions = decide_chain((kernel_stage,), task_val,
                                                 task_val[SIMULATION], adopted)
     figures = {
-        "label": nominal.label,
+        "label": nominal.label, "simulator": s.sim,
         "random": random, "tasks": tasks,
         "gate": {"random": [d.to_dict() for d in decisions],
                  "tasks": [d.to_dict() for d in task_decisions]},

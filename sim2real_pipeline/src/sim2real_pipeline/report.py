@@ -65,8 +65,10 @@ def write_report(out: str, evaluation: Mapping[str, Any], files: Mapping[str, st
     label = evaluation["label"]
     random, tasks = evaluation["random"], evaluation["tasks"]
     test, task_test = random["test"]["errors"], tasks["test"]["errors"]
+    simulator = evaluation.get("simulator", "pybullet")
     result = {
         "label": label,
+        "simulator": simulator,
         "stages": test,
         "task_stages": task_test,
         "ratios_to_simulation": {s: ratios(e, test["simulation"]) for s, e in test.items()},
@@ -104,6 +106,12 @@ def write_report(out: str, evaluation: Mapping[str, Any], files: Mapping[str, st
     lines = [f"# Sim-to-real pipeline against the {label}", "",
              f"Every figure is measured against the **{label}**"
              + ("" if "stand-in" not in label else ", not a real robot") + ".", ""]
+    if simulator == "gazebo":
+        lines += ["The nominal and the identified simulator are **Gazebo 11** (`SIM=gazebo`): the "
+                  "pairs were collected and re-simulated in gzserver, so the random-move figures, "
+                  "the Realeasy training data and the kernels' histories are Gazebo's. The task "
+                  "replays below (the kernel stage acts at every step, in-process) run the same "
+                  "configurations in PyBullet.", ""]
     lines += gate
     lines += _section(
         f"Held-out trajectories ({len(random['test']['ids'])}: the test and Cartesian splits)",

@@ -15,7 +15,9 @@ import pytest
 from compliant_actuator_gazebo.description import expand_xacro, load_description, parse_description
 from compliant_actuator_gazebo.gazebo_engine import GazeboSimulation
 from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, run_step_response
-from conftest import PKG, log_path
+from conftest import log_path
+
+PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def plain(text: str) -> str:

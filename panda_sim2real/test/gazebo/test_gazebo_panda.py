@@ -193,21 +193,42 @@ def test_every_listening_socket_is_on_loopback_and_the_stop_is_clean():
     assert container.name not in listed
 
 
-def test_panda_sim_launch_sim_gazebo_stops_on_a_bad_urdf_with_one_line(tmp_path):
-    (tmp_path / "broken.urdf").write_text("<robot name='x'><link")
-    env = dict(os.environ)
-    port = 11000 + os.getpid() % 500
-    env.update(ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
-    launch = subprocess.Popen(["roslaunch", "-p", str(port), "panda_sim2real", "panda_sim.launch",
-                               "sim:=gazebo", f"urdf:={tmp_path / 'broken.urdf'}"], env=env,
+def roslaunch(*args: str, timeout: float) -> str:
+    """Run a launch file on a master of its own (a free 127.0.0.1 port); its output."""
+    from sim2real_gazebo import free_port
+    port = free_port()
+    env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
+    launch = subprocess.Popen(["roslaunch", "-p", str(port), *args], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               start_new_session=True)
     try:
-        output, _ = launch.communicate(timeout=60)
+        return launch.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:
         os.killpg(launch.pid, signal.SIGINT)
         output, _ = launch.communicate(timeout=30)
         pytest.fail(f"the launch did not end: {output[-2000:]}")
+
+
+def test_record_pairs_launch_sim_gazebo_records_a_bag_the_tools_read(tmp_path):
+    """The pair runner against Gazebo and the ROS-native stand-in on Gazebo's /clock."""
+    bag = str(tmp_path / "pairs.bag")
+    output = roslaunch("panda_sim2real", "record_pairs.launch", "sim:=gazebo", "trajectories:=2",
+                       f"bag:={bag}", timeout=240)
+    assert "REQUIRED process" not in output, output[-3000:]
+    for tool, args in (("dataset", ["--out", str(tmp_path / "d.npz")]),
+                       ("compare", ["--plot", str(tmp_path / "c.png")])):
+        done = subprocess.run(["rosrun", "panda_sim2real", tool, "--bag", bag, "--quiet",
+                               "--json", str(tmp_path / f"{tool}.json"), *args],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    import json
+    assert json.load(open(tmp_path / "compare.json"))["trajectories"] == 2
+
+
+def test_panda_sim_launch_sim_gazebo_stops_on_a_bad_urdf_with_one_line(tmp_path):
+    (tmp_path / "broken.urdf").write_text("<robot name='x'><link")
+    output = roslaunch("panda_sim2real", "panda_sim.launch", "sim:=gazebo",
+                       f"urdf:={tmp_path / 'broken.urdf'}", timeout=60)
     fatal = [line for line in output.splitlines() if "[FATAL]" in line]
     assert len(fatal) == 1 and "is not valid XML" in fatal[0], output[-3000:]
     assert "podman run" not in output

@@ -128,19 +128,31 @@ class PandaEffortPlugin : public ModelPlugin {
   }
 
   static pg::Vector Numbers(const ros::NodeHandle& nh, const std::string& key, size_t size,
-                            bool required = true, double fill = 0.0) {
+                            bool required = true, bool nonnegative = false) {
     pg::Vector values;
     if (!nh.getParam(key, values)) {
-      if (required)
+      if (required || nh.hasParam(key))
         throw std::runtime_error("parameter " + nh.resolveName(key) +
                                  " is missing or not a list of numbers");
-      return pg::Vector(size, fill);
+      return pg::Vector(size, 0.0);
     }
     if (values.size() != size ||
-        !std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); }))
+        !std::all_of(values.begin(), values.end(), [nonnegative](double v) {
+          return std::isfinite(v) && (!nonnegative || v >= 0.0);
+        }))
       throw std::runtime_error("parameter " + nh.resolveName(key) + " must hold " +
-                               std::to_string(size) + " finite numbers");
+                               std::to_string(size) + " finite numbers" +
+                               (nonnegative ? " >= 0" : ""));
     return values;
+  }
+
+  // A number (default `fallback` when absent; present but not a number: an error).
+  static double Number(const ros::NodeHandle& nh, const std::string& key, double fallback) {
+    if (!nh.hasParam(key)) return fallback;
+    double value = 0.0;
+    if (!nh.getParam(key, value))
+      throw std::runtime_error("parameter " + nh.resolveName(key) + " is not a number");
+    return value;
   }
 
   void ReadParameters(const ros::NodeHandle& nh) {
@@ -151,24 +163,27 @@ class PandaEffortPlugin : public ModelPlugin {
     const size_t n = limits_.joint_names.size();
     limits_.position_min = Numbers(nh, "position_min", n);
     limits_.position_max = Numbers(nh, "position_max", n);
-    limits_.velocity = Numbers(nh, "velocity", n);
-    limits_.effort = Numbers(nh, "effort", n);
+    limits_.velocity = Numbers(nh, "velocity", n, true, true);
+    limits_.effort = Numbers(nh, "effort", n, true, true);
     try {
       limits_.check();
     } catch (const std::invalid_argument& error) {
       throw std::runtime_error(std::string("joint limits: ") + error.what());
     }
     initial_ = Numbers(nh, "initial_positions", n);
-    pid_.emplace(pg::PidGains{Numbers(nh, "p", n), Numbers(nh, "i", n), Numbers(nh, "d", n),
-                              Numbers(nh, "i_clamp", n)});
+    pid_.emplace(pg::PidGains{Numbers(nh, "p", n, true, true), Numbers(nh, "i", n, true, true),
+                              Numbers(nh, "d", n, true, true),
+                              Numbers(nh, "i_clamp", n, true, true)});
     if (nh.hasParam("friction_phi1"))
       friction_ =
           pg::SigmoidFriction{Numbers(nh, "friction_phi1", n), Numbers(nh, "friction_phi2", n),
                               Numbers(nh, "friction_phi3", n)};
     offset_ = Numbers(nh, "torque_offset", n, false);
-    nh.param("latency", latency_, 0.0);
-    nh.param("publish_rate", publish_rate_, 100.0);
-    nh.param<std::string>("label", label_, "Gazebo 11 simulation");
+    latency_ = Number(nh, "latency", 0.0);
+    publish_rate_ = Number(nh, "publish_rate", 100.0);
+    label_ = "Gazebo 11 simulation";
+    if (nh.hasParam("label") && !nh.getParam("label", label_))
+      throw std::runtime_error("parameter " + nh.resolveName("label") + " is not a string");
     if (!(std::isfinite(latency_) && latency_ >= 0.0))
       throw std::runtime_error("parameter latency must be a finite number >= 0");
     if (!(std::isfinite(publish_rate_) && publish_rate_ > 0.0))
@@ -250,7 +265,7 @@ class PandaEffortPlugin : public ModelPlugin {
     now_ = world_->SimTime().Double() - dt_;  // the time at this step's start
     if (reset_pending_.exchange(false)) {
       try {
-        initial_ = Numbers(*params_, "initial_positions", initial_.size());
+        initial_ = Numbers(*params_, "initial_positions", initial_.size());  // throws if bad
       } catch (const std::exception& error) {
         ROS_ERROR("%s; the arm goes back to the former initial positions", error.what());
       }
@@ -267,8 +282,19 @@ class PandaEffortPlugin : public ModelPlugin {
       qd[j] = joints_[j]->GetVelocity(0);
     }
     executor_->reference(now_ - latency_, q_ref, qd_ref);
-    const pg::JointTorques tau =
+    pg::JointTorques tau =
         pg::effort_step(*pid_, friction_, limits_.effort, q, qd, q_ref, qd_ref, dt_);
+    const auto finite = [](const pg::Vector& v) {
+      return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+    };
+    if (!finite(tau.link) || !finite(tau.motor)) {  // a diverged state: no NaN into the physics
+      if (Due("torque/non_finite"))
+        ROS_ERROR("%s: the joint state is not finite; no torque applied, the PID reset",
+                  nh_->getNamespace().c_str());
+      pid_->reset();
+      tau.link.assign(n, 0.0);
+      tau.motor.assign(n, 0.0);
+    }
     for (size_t j = 0; j < n; ++j) joints_[j]->SetForce(0, tau.link[j]);
     effort_ = tau.motor;
   }
@@ -290,7 +316,7 @@ class PandaEffortPlugin : public ModelPlugin {
     }
     reference.header = state.header;
     reference.name = state.name;
-    executor_->reference(t - latency_, reference.position, reference.velocity);
+    executor_->peek(t - latency_, reference.position, reference.velocity);  // as robot.py's
     for (const auto* values : {&state.position, &state.velocity, &state.effort, &reference.position,
                                &reference.velocity}) {
       if (!std::all_of(values->begin(), values->end(), [](double v) { return std::isfinite(v); })) {

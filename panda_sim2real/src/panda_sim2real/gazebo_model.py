@@ -3,10 +3,12 @@ parameters of panda_gazebo's plugin (``libpanda_effort_plugin.so``), one contrac
 lock-stepped runs (gazebo_robot.py) and the ``panda_gazebo`` node of ``sim:=gazebo``.
 
 The URDF is the one PyBullet loads (urdf_model.prepare_dynamics_urdf: geometry removed, the
-fingers fixed, the configuration's inertial overrides), fixed to a ``world`` link, with two
+fingers fixed, the configuration's inertial overrides), fixed to a ``world`` link, with three
 changes for Gazebo: the joints' velocity limits are raised to PyBullet's ``maxJointVelocity``
-(Gazebo stops driving a joint that passes its URDF velocity limit, PyBullet does not), and the
-plugin block. The configuration keeps its controller gains, rates, friction and torque-sensor
+(Gazebo stops driving a joint that passes its URDF velocity limit, PyBullet does not), their effort
+limits to the limits plus the friction's bound |phi1| (Gazebo clips the force a joint receives to
+its URDF effort; the plugin saturates the motor torque itself and the joint receives it minus the
+friction, which PyBullet applies in full), and the plugin block. The configuration keeps its controller gains, rates, friction and torque-sensor
 offset; the effects only the reality stand-in has (elastic joints, encoder and sensor noise) are
 refused, and the physics engine named in it is replaced by Gazebo's ODE.
 """
@@ -83,10 +85,14 @@ def gazebo_urdf(config: RobotConfig, limits: JointLimits, namespace: str = NAMES
         joint = ET.SubElement(root, "joint", {"name": "world_joint", "type": "fixed"})
         ET.SubElement(joint, "parent", {"link": "world"})
         ET.SubElement(joint, "child", {"link": roots[0]})
+    friction = np.abs(config.friction.phi1) if config.friction is not None else np.zeros(limits.dof)
+    index = {name: j for j, name in enumerate(limits.joint_names)}
     for joint in root.iter("joint"):
         limit = joint.find("limit")
-        if joint.get("name") in limits.joint_names and limit is not None:
+        if joint.get("name") in index and limit is not None:
+            j = index[joint.get("name")]
             limit.set("velocity", repr(VELOCITY_LIMIT))
+            limit.set("effort", repr(float(limits.effort[j] + friction[j]) * (1.0 + 1e-9)))
     gazebo = ET.SubElement(root, "gazebo")
     plugin = ET.SubElement(gazebo, "plugin", {"name": "panda_effort", "filename": PLUGIN})
     ET.SubElement(plugin, "robotNamespace").text = namespace

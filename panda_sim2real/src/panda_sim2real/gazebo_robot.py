@@ -36,6 +36,20 @@ STATE_TIMEOUT = 30.0
 """[s] wall time the states of one call may take to arrive before the run is abandoned."""
 
 
+def elapsed_cut(trajectory: PlannedTrajectory, now: float) -> PlannedTrajectory:
+    """``trajectory`` (started at or before ``now``) from ``now`` on, starting at ``now``: the
+    reference at ``now`` as its first knot, the later knots shifted. The same reference after
+    ``now``; at ``now`` itself the velocity reference is 0 (a first knot is held at rest)."""
+    elapsed = now - trajectory.start
+    if elapsed <= 0.0:
+        return trajectory.at(now)
+    q, qd = trajectory.sample(elapsed)
+    later = trajectory.times > elapsed
+    return PlannedTrajectory(np.concatenate([[0.0], trajectory.times[later] - elapsed]),
+                             np.vstack([q, trajectory.positions[later]]),
+                             np.vstack([qd, trajectory.velocities[later]]), now)
+
+
 class GazeboRobot:
     """``config`` (a simulator configuration: PID gains, rates, URDF, friction, offset) in
     gzserver; starts at rest at the limits' home pose at t = 0, as SimulatedRobot does."""
@@ -118,7 +132,11 @@ class GazeboRobot:
         from panda_sim2real.gazebo_model import PARAMETERS
         self._rospy.set_param(f"/{self.model.namespace}/{PARAMETERS}/initial_positions",
                               np.asarray(q, dtype=float).tolist())
-        self.session.call_empty("/gazebo/reset_simulation")
+        try:
+            self.session.call_empty("/gazebo/reset_simulation")
+        except Exception as exc:   # rospy's service errors, a dead gzserver
+            raise PandaError(f"the Panda in Gazebo: /gazebo/reset_simulation failed ({exc}; "
+                             f"log: {self.log})") from None
         with self._cond:
             self._received.clear()
         self._pending.clear()
@@ -126,11 +144,15 @@ class GazeboRobot:
 
     def command(self, trajectory: PlannedTrajectory) -> PlannedTrajectory:
         """Send ``trajectory`` (its start in this robot's time; none: at the next step) with the
-        next steps."""
+        next steps. A start at or before Gazebo's time 0 (this robot's ``t0``), which a stamp
+        cannot say, is sent as starting now with the part already elapsed cut off: the same
+        reference from now on (a cubic Hermite piece restricted to its end is itself)."""
         from panda_sim2real.ros_conversions import joint_trajectory_msg
+        if trajectory.start is not None and trajectory.start - self._t0 <= 0.0:
+            trajectory = elapsed_cut(trajectory, self.t)
         start = None if trajectory.start is None else trajectory.start - self._t0
         if start is not None and start <= 0.0:
-            start = 1e-9       # a start at Gazebo's time 0 would read as "on receipt"
+            start = None                 # now (Gazebo's time 0, before the first step)
         self._pending.append(joint_trajectory_msg(trajectory.at(start), self._names))
         return trajectory
 
@@ -144,10 +166,15 @@ class GazeboRobot:
             expected = (self._steps + chunk) // self._every - self._steps // self._every
             commands, self._pending = self._pending, []
             try:
-                self.session.step(chunk, trajectories=[(self._command_topic, m) for m in commands])
+                sim_time, _ = self.session.step(chunk, trajectories=[(self._command_topic, m)
+                                                                     for m in commands])
             except self._error as exc:
                 raise PandaError(f"the Panda in Gazebo: {exc} (log: {self.log})") from None
             self._steps += chunk
+            if abs(sim_time - self._steps * self.dt) > 0.5 * self.dt:
+                raise PandaError(f"the Panda in Gazebo: sim time {sim_time:.6f} s after "
+                                 f"{self._steps} steps of {self.dt:g} s (was gzserver stepped "
+                                 f"or reset by another client? log: {self.log})")
             n -= chunk
             out.extend(self._take(expected))
         return out
@@ -159,7 +186,8 @@ class GazeboRobot:
                 left = deadline - time.monotonic()
                 if left <= 0.0:
                     raise PandaError(f"the Panda in Gazebo: {len(self._received)} of {expected} "
-                                     f"joint states arrived within {STATE_TIMEOUT:g} s (log: {self.log})")
+                                     f"joint states arrived within {STATE_TIMEOUT:g} s (a state "
+                                     f"with NaN/Inf is withheld by the plugin; log: {self.log})")
                 self._cond.wait(min(left, 0.5))
             taken, self._received = self._received[:expected], self._received[expected:]
         return taken

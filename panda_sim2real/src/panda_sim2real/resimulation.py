@@ -8,8 +8,9 @@ gets new sim/real pairs without moving the robot again, with the same trajectori
 time parametrisation (issue 17, step 3).
 
 One pass in bag time order: the simulator runs from one command to the next (in PyBullet, or in
-Gazebo 11 lock-stepped: ``sim``), and the states it published in between are written merged with
-the copied messages of that stretch, so the output is written in time order. The simulator starts at
+Gazebo 11 lock-stepped: ``sim``; at most STRETCH_MESSAGES copied messages at a time), and the
+states it published in between are written merged with the copied messages of that stretch, so
+the output is written in time order. The simulator starts at
 rest at the first command's start pose at the bag's first stamp (the collector and the pair
 runner hold that pose before the first move) and receives every command when the original
 simulator did (the bag time of ``/sim/joint_trajectory_controller/command``; ``/real/...`` for a
@@ -35,6 +36,8 @@ from panda_sim2real.robot_config import SIM_CONFIG_FILE
 from panda_sim2real.ros_conversions import joint_state_msg, to_time, trajectory_from_msg
 
 SIM_STATES = topic(SIM_NS, JOINT_STATES)
+STRETCH_MESSAGES = 20000
+"""Copied messages held at most before the simulator runs up to them and they are written."""
 COMMAND_TOPICS = (topic(SIM_NS, COMMAND), topic(REAL_NS, COMMAND))
 
 
@@ -133,6 +136,8 @@ def resimulate(request: ResimulationRequest, limits: Optional[JointLimits] = Non
                     states += flush(t)
                     sim.command(plan)
                     n_commands += 1
+                elif len(stretch) >= STRETCH_MESSAGES:      # bounded memory on long stretches
+                    states += flush(t)
                 stretch.append((t, name, msg, stamp))
                 copied += 1
                 if progress is not None:

@@ -18,6 +18,7 @@ from sim2real_gazebo.errors import GazeboError
 from sim2real_gazebo.world import WorldConfig
 
 _master: Optional[subprocess.Popen] = None
+_master_uri = ""
 _node_started = False
 
 
@@ -31,10 +32,11 @@ def ensure_master(private: bool = False) -> str:
     process started, if any; else, unless ``private``, the master of ROS_MASTER_URI if it
     answers; else a new private one on a free 127.0.0.1 port (ended with this process). A tool
     asks for a private one so that it never writes parameters into a user's running graph."""
-    global _master
-    uri = os.environ.get("ROS_MASTER_URI", "")
+    global _master, _master_uri
     if _master is not None and _master.poll() is None:
-        return uri
+        os.environ["ROS_MASTER_URI"] = _master_uri     # a caller may have dropped it meanwhile
+        return _master_uri
+    uri = os.environ.get("ROS_MASTER_URI", "")
     if uri and not private and _master_online(uri):
         return uri
     port = free_port()
@@ -42,6 +44,7 @@ def ensure_master(private: bool = False) -> str:
     env = dict(os.environ, ROS_MASTER_URI=uri, ROS_IP="127.0.0.1")
     _master = subprocess.Popen(["rosmaster", "--core", "-p", str(port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _master_uri = uri
     atexit.register(_stop_master)
     os.environ["ROS_MASTER_URI"] = uri
     os.environ.setdefault("ROS_IP", "127.0.0.1")

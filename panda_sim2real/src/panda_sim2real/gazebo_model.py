@@ -9,8 +9,9 @@ changes for Gazebo: the joints' velocity limits are raised to PyBullet's ``maxJo
 limits to the limits plus the friction's bound |phi1| (Gazebo clips the force a joint receives to
 its URDF effort; the plugin saturates the motor torque itself and the joint receives it minus the
 friction, which PyBullet applies in full), and the plugin block. The configuration keeps its
-controller gains, rates, friction and torque-sensor offset; the effects only the reality stand-in has (elastic joints, encoder and sensor noise) are
-refused, and the physics engine named in it is replaced by Gazebo's ODE.
+controller gains, rates, friction and torque-sensor offset; the effects only the reality stand-in
+has (elastic joints, encoder and sensor noise) are refused, and the physics engine named in it is
+replaced by Gazebo's ODE.
 """
 from __future__ import annotations
 

@@ -9,29 +9,22 @@ stops it with one line before gzserver starts; it ends when gzserver ends."""
 from __future__ import annotations
 
 import rospy
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import number_param, optional_number_param
+from sim2real_checks.node import run_node
+from sim2real_checks.params import number_param
 from sim2real_gazebo.errors import GazeboError
 from sim2real_gazebo.server_node import ServerNode, ServerParams
 from sim2real_gazebo.world import WorldConfig
 
-from panda_sim2real.errors import ConfigError, PandaError
+from panda_sim2real.errors import PandaError
 from panda_sim2real.gazebo_model import gazebo_model
-from panda_sim2real.limits import JointLimits
-from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+from panda_sim2real.robot_config import SIM_CONFIG_FILE
+from panda_sim2real.robot_node import robot_params
 
 DESCRIPTION = "robot_description"
 
 
 def make_node() -> ServerNode:
-    limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
-    config = mapping_param("~config", RobotConfig.from_dict,
-                           lambda path: RobotConfig.from_yaml(path or SIM_CONFIG_FILE))
-    try:
-        config = config.with_overrides(publish_rate=optional_number_param("~publish_rate", PandaError))
-    except ConfigError as exc:
-        raise ConfigError(f"~publish_rate: {exc}") from None
-    config = config.with_overrides(urdf=rospy.get_param("~urdf", None) or None)
+    limits, config = robot_params("config", SIM_CONFIG_FILE)
     namespace = rospy.get_namespace().strip("/") or "sim"
     model = gazebo_model(config, limits, namespace)
     rospy.set_param(DESCRIPTION, model.urdf)

@@ -21,13 +21,17 @@ import time
 from typing import Optional
 
 import numpy as np
+import rospy
+from sensor_msgs.msg import JointState
+from sim2real_gazebo import GazeboError, GazeboSession, WorldConfig
 
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.errors import PandaError
-from panda_sim2real.gazebo_model import gazebo_model
+from panda_sim2real.gazebo_model import PARAMETERS, gazebo_model
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.robot import JointMeasurement
 from panda_sim2real.robot_config import RobotConfig
+from panda_sim2real.ros_conversions import joint_trajectory_msg, measurement_from_msg
 from panda_sim2real.trajectory import PlannedTrajectory
 
 PUBLICATIONS_PER_CALL = 500
@@ -58,10 +62,6 @@ class GazeboRobot:
     """advance() mostly waits for gzserver: a caller may step another robot meanwhile."""
 
     def __init__(self, config: RobotConfig, limits: JointLimits, log: Optional[str] = None) -> None:
-        import rospy
-        from sensor_msgs.msg import JointState
-        from sim2real_gazebo import GazeboError, GazeboSession, WorldConfig
-
         self.config = config
         self.limits = limits
         self.model = gazebo_model(config, limits)
@@ -79,7 +79,6 @@ class GazeboRobot:
         self._t0 = 0.0
         self._steps = 0
         self._pending: list = []
-        self._error = GazeboError
         try:
             self.session = GazeboSession(
                 self.model.urdf, WorldConfig(physics_rate=self.model.physics_rate, real_time_factor=0.0),
@@ -87,7 +86,6 @@ class GazeboRobot:
                 private=True)
         except GazeboError as exc:
             raise PandaError(f"the Panda in Gazebo: {exc}") from None
-        self._rospy = rospy
         self._names = list(limits.joint_names)
         self._subscriber = rospy.Subscriber(f"{ns}/{JOINT_STATES}", JointState, self._on_state,
                                             queue_size=None)
@@ -120,7 +118,6 @@ class GazeboRobot:
         return self._t0 + self._steps * self.dt
 
     def _on_state(self, msg) -> None:
-        from panda_sim2real.ros_conversions import measurement_from_msg
         m = measurement_from_msg(msg, self._names)
         with self._cond:
             self._received.append(JointMeasurement(m.stamp + self._t0, m.position, m.velocity, m.effort))
@@ -129,8 +126,7 @@ class GazeboRobot:
     def reset(self, q: np.ndarray, t: float = 0.0) -> None:
         """At rest at ``q``, holding it, at time ``t``: the plugin's initial positions are set
         and the simulation is reset (its time restarts at 0)."""
-        from panda_sim2real.gazebo_model import PARAMETERS
-        self._rospy.set_param(f"/{self.model.namespace}/{PARAMETERS}/initial_positions",
+        rospy.set_param(f"/{self.model.namespace}/{PARAMETERS}/initial_positions",
                               np.asarray(q, dtype=float).tolist())
         try:
             self.session.call_empty("/gazebo/reset_simulation")
@@ -147,7 +143,6 @@ class GazeboRobot:
         next steps. A start at or before Gazebo's time 0 (this robot's ``t0``), which a stamp
         cannot say, is sent as starting now with the part already elapsed cut off: the same
         reference from now on (a cubic Hermite piece restricted to its end is itself)."""
-        from panda_sim2real.ros_conversions import joint_trajectory_msg
         if trajectory.start is not None and trajectory.start - self._t0 <= 0.0:
             trajectory = elapsed_cut(trajectory, self.t)
         start = None if trajectory.start is None else trajectory.start - self._t0
@@ -168,7 +163,7 @@ class GazeboRobot:
             try:
                 sim_time, _ = self.session.step(chunk, trajectories=[(self._command_topic, m)
                                                                      for m in commands])
-            except self._error as exc:
+            except GazeboError as exc:
                 raise PandaError(f"the Panda in Gazebo: {exc} (log: {self.log})") from None
             self._steps += chunk
             if abs(sim_time - self._steps * self.dt) > 0.5 * self.dt:

@@ -112,10 +112,14 @@ def collect_pairs(sim: LockStepRobot, real: SimulatedRobot, generator: Trajector
     pool = ThreadPoolExecutor(1) if getattr(sim, "concurrent", False) else None
 
     def run_until(until: float) -> None:
-        pending = pool.submit(sim.advance, until) if pool is not None else None
-        sim_states = sim.advance(until) if pending is None else None
-        real_states = real.advance(until)
-        for m in (pending.result() if pending is not None else sim_states):
+        if pool is not None:             # the simulator in its process while the stand-in steps
+            future = pool.submit(sim.advance, until)
+            real_states = real.advance(until)
+            sim_states = future.result()
+        else:
+            sim_states = sim.advance(until)
+            real_states = real.advance(until)
+        for m in sim_states:
             writer.joint_state(SIM_NS, m)
         for m in real_states:
             writer.joint_state(REAL_NS, m)

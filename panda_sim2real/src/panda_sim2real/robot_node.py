@@ -61,19 +61,25 @@ def joint_state_target(msg: JointState, spec: JointStateSpec) -> tuple[np.ndarra
     return target.position, velocity
 
 
+def robot_params(config_param: str, default_config: str) -> tuple[JointLimits, RobotConfig]:
+    """A robot node's ``~limits`` and ``~<config_param>`` (mappings loaded by the launch file,
+    ``sim2real_checks.node.mapping_param``; a file path still works, with a warning) with the
+    ``~publish_rate`` and ``~urdf`` overrides (panda_sim, panda_reality and panda_gazebo)."""
+    limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
+    config = mapping_param(f"~{config_param}", RobotConfig.from_dict,
+                           lambda path: RobotConfig.from_yaml(path or default_config))
+    try:   # a rate the physics rate is not a multiple of: named as the parameter it is
+        config = config.with_overrides(publish_rate=optional_number_param("~publish_rate", PandaError))
+    except ConfigError as exc:
+        raise ConfigError(f"~publish_rate: {exc}") from None
+    return limits, config.with_overrides(urdf=rospy.get_param("~urdf", None) or None)
+
+
 class RobotNode:
     def __init__(self, config_param: str, default_config: str) -> None:
-        """``~<config_param>`` and ``~limits``: mappings loaded by the launch file
-        (``sim2real_checks.node.mapping_param``; a file path still works, with a warning)."""
-        self.limits = mapping_param("~limits", JointLimits.from_dict, JointLimits.from_yaml)
-        config = mapping_param(f"~{config_param}", RobotConfig.from_dict,
-                               lambda path: RobotConfig.from_yaml(path or default_config))
-        try:   # a rate the physics rate is not a multiple of: named as the parameter it is
-            config = config.with_overrides(publish_rate=optional_number_param("~publish_rate", PandaError))
-        except ConfigError as exc:
-            raise ConfigError(f"~publish_rate: {exc}") from None
-        config = config.with_overrides(seed=integer_param("~seed", None, PandaError),
-                                       urdf=rospy.get_param("~urdf", None) or None)
+        """The robot of :func:`robot_params`, with its ``~seed`` override."""
+        self.limits, config = robot_params(config_param, default_config)
+        config = config.with_overrides(seed=integer_param("~seed", None, PandaError))
         self.robot = SimulatedRobot(config, self.limits)
         self.publish_clock = flag_param("~publish_clock", False, PandaError)
         self.real_time_factor = number_param("~real_time_factor", 1.0, PandaError, minimum=0.0)

@@ -73,6 +73,20 @@ def test_a_trajectory_runs_at_1_khz_of_sim_time_and_reaches_its_goal():
     assert np.all(np.abs(tau) <= LIMITS.effort + 1e-9)
 
 
+def read_with_the_tools(bag: str, tmp_path) -> dict:
+    """``dataset`` and ``compare`` on ``bag`` as a user runs them (each must succeed); compare's
+    figures."""
+    import json
+    for tool, args in (("dataset", ["--out", str(tmp_path / "d.npz")]),
+                       ("compare", ["--plot", str(tmp_path / "c.png")])):
+        done = subprocess.run(["rosrun", "panda_sim2real", tool, "--bag", bag, "--quiet",
+                               "--json", str(tmp_path / f"{tool}.json"), *args],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    with open(tmp_path / "compare.json") as f:
+        return json.load(f)
+
+
 def collect(path: str, seed: int) -> dict:
     return run_collection(CollectionRequest(out=path, trajectories=3, seed=seed, sim="gazebo",
                                             show_progress=False)).figures
@@ -95,14 +109,7 @@ def test_one_seed_gives_the_same_sim_stream_twice_and_the_tools_read_the_bag(tmp
         topics = set(bag.get_type_and_topic_info().topics)
     assert {"/sim/joint_states", "/real/joint_states", "/pairs/event", "/real/label",
             "/sim/joint_trajectory_controller/command"} <= topics
-    for tool, args in (("dataset", ["--out", str(tmp_path / "d.npz")]),
-                       ("compare", ["--plot", str(tmp_path / "c.png")])):
-        done = subprocess.run(["rosrun", "panda_sim2real", tool, "--bag", first, "--quiet",
-                               "--json", str(tmp_path / f"{tool}.json"), *args],
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-    import json
-    gap = json.load(open(tmp_path / "compare.json"))
+    gap = read_with_the_tools(first, tmp_path)
     assert len(gap["torque_mse"]) == 7 and all(np.isfinite(gap["torque_mse"]))
 
 
@@ -150,10 +157,7 @@ def test_resimulate_in_gazebo_with_an_identified_urdf(tmp_path):
     rest = slice(100, 150)
     shift = np.mean(tau_gz[rest] - tau_nominal[rest], axis=0)
     assert np.all(np.abs(shift - offset)[[0, 2, 4, 6]] < 0.1), shift
-    done = subprocess.run(["rosrun", "panda_sim2real", "dataset", "--bag", str(tmp_path / "gazebo.bag"),
-                           "--quiet", "--out", str(tmp_path / "d.npz")], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
+    read_with_the_tools(str(tmp_path / "gazebo.bag"), tmp_path)
 
 
 def test_bad_plugin_parameters_remove_the_model_with_one_line():
@@ -221,14 +225,7 @@ def test_record_pairs_launch_sim_gazebo_records_a_bag_the_tools_read(tmp_path):
     output = roslaunch("panda_sim2real", "record_pairs.launch", "sim:=gazebo", "trajectories:=2",
                        f"bag:={bag}", timeout=240)
     assert "REQUIRED process" not in output, output[-3000:]
-    for tool, args in (("dataset", ["--out", str(tmp_path / "d.npz")]),
-                       ("compare", ["--plot", str(tmp_path / "c.png")])):
-        done = subprocess.run(["rosrun", "panda_sim2real", tool, "--bag", bag, "--quiet",
-                               "--json", str(tmp_path / f"{tool}.json"), *args],
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-    import json
-    assert json.load(open(tmp_path / "compare.json"))["trajectories"] == 2
+    assert read_with_the_tools(bag, tmp_path)["trajectories"] == 2
 
 
 def test_panda_sim_launch_sim_gazebo_stops_on_a_bad_urdf_with_one_line(tmp_path):

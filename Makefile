@@ -21,7 +21,7 @@ SHELL := /bin/bash
 ROOT     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 VENV     := $(ROOT)/.venv
 WS       := $(ROOT)/build/ws
-PACKAGES := sim2real_checks sim2real_gazebo panda_gazebo panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline
+PACKAGES := sim2real_checks sim2real_gazebo panda_gazebo panda_sim2real panda_fci panda_pairs realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline
 RUN      := source $(ROOT)/env.sh &&
 
 .PHONY: help setup apt venv workspace test test-unit test-ros demo pipeline bench study diffnea-results compliant-results kernel-results trifinger-bo trifinger-rpl docker docker-test gazebo gazebo-test clean

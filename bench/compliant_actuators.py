@@ -23,9 +23,7 @@ import time
 import numpy as np
 
 import compliant_actuator_gazebo as cag
-from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.embedded import EmbeddedSimulation
-from compliant_actuator_gazebo.resources import package_file
+from compliant_actuator_gazebo import EmbeddedSimulation, load_description, package_file
 
 MODES = (3, 6)
 

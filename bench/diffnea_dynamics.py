@@ -39,10 +39,8 @@ import pinocchio as pin
 import pybullet_data
 import torch
 
-from diffnea_ros.algorithms import rnea
-from diffnea_ros.learnable import LearnableDynamics
-from diffnea_ros.model import RigidBodyModel
-from sim2real_checks.outputs import write_json
+from diffnea_ros import LearnableDynamics, RigidBodyModel, rnea
+from sim2real_checks import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER_DIR = os.path.join(ROOT, "build", "peers")

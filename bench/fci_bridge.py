@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from node_latency import free_port, stop_process
-from sim2real_checks.outputs import write_json
+from sim2real_checks import write_json
 
 HERE = os.path.abspath(__file__)
 HOST = "127.0.0.71"
@@ -44,8 +44,8 @@ TRAJECTORY_SEED = 7
 
 def generated_trajectories(count: int):
     """Seeded moves from home, each starting where the previous one ends (the pair runner's)."""
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+    from panda_sim2real import JointLimits
+    from panda_sim2real import GeneratorSettings, TrajectoryGenerator
 
     limits = JointLimits.from_yaml()
     generator = TrajectoryGenerator(limits, GeneratorSettings.from_yaml(), seed=TRAJECTORY_SEED)
@@ -61,9 +61,9 @@ def generated_trajectories(count: int):
 def native_standin_rms(plans) -> np.ndarray:
     """Per-joint RMS tracking error [rad] of the ROS-native stand-in (panda_reality's robot and
     config) executing ``plans`` one after another, sampled at 1 kHz."""
-    from panda_sim2real.robot import SimulatedRobot
-    from panda_sim2real.robot_config import REALITY_CONFIG_FILE, RobotConfig
-    from panda_sim2real.limits import JointLimits
+    from panda_sim2real import SimulatedRobot
+    from panda_sim2real import REALITY_CONFIG_FILE, RobotConfig
+    from panda_sim2real import JointLimits
 
     limits = JointLimits.from_yaml()
     robot = SimulatedRobot(RobotConfig.from_yaml(REALITY_CONFIG_FILE), limits)
@@ -88,7 +88,7 @@ def listen(seconds: float, out: str) -> None:
     from trajectory_msgs.msg import JointTrajectory
 
     from panda_sim2real.msg import RobotState
-    from panda_sim2real.ros_conversions import joint_trajectory_msg
+    from panda_sim2real import joint_trajectory_msg
 
     limits, plans = generated_trajectories(200)
     rospy.init_node("fci_bench_listener")
@@ -154,7 +154,7 @@ def bench_fci_bridge(seconds: float, standin_priority: Optional[int] = None) -> 
     try:
         time.sleep(2.0)
         priority = [] if standin_priority is None else [f"standin_priority:={standin_priority}"]
-        robot = subprocess.Popen(["roslaunch", "panda_sim2real", "robot.launch", "robot:=fci_standin",
+        robot = subprocess.Popen(["roslaunch", "panda_fci", "robot.launch", "robot:=fci_standin",
                                   f"robot_ip:={HOST}", *priority], env=env, start_new_session=True,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         subprocess.run([sys.executable, HERE, "--listen", "--seconds", str(seconds),

@@ -20,10 +20,8 @@ import subprocess
 import tempfile
 import time
 
-from compliant_actuator_gazebo.description import expand_xacro, parse_description
-from compliant_actuator_gazebo.embedded import EmbeddedSimulation
-from compliant_actuator_gazebo.resources import package_file
-from sim2real_checks.outputs import source_commit, write_json
+from compliant_actuator_gazebo import EmbeddedSimulation, expand_xacro, package_file, parse_description
+from sim2real_checks import source_commit, write_json
 from sim2real_gazebo import GazeboSession, WorldConfig, engine
 
 ARMS = {"two_dof_qbmove": {}, "five_dof_arm": {"mode": 6}}

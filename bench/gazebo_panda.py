@@ -24,13 +24,10 @@ import time
 
 import numpy as np
 
-from panda_sim2real.collection import CollectionRequest, run_collection
-from panda_sim2real.gazebo_robot import GazeboRobot
-from panda_sim2real.limits import JointLimits
-from panda_sim2real.robot import SimulatedRobot
-from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
-from panda_sim2real.trajectory_generation import KINDS, GeneratorSettings, TrajectoryGenerator
-from sim2real_checks.outputs import source_commit, write_json
+from panda_pairs import CollectionRequest, run_collection
+from panda_sim2real import (GazeboRobot, GeneratorSettings, JointLimits, KINDS, RobotConfig, SIM_CONFIG_FILE,
+                            SimulatedRobot, TrajectoryGenerator)
+from sim2real_checks import source_commit, write_json
 
 TEST_SEED = 1000
 
@@ -46,7 +43,7 @@ def collection_speed(sim: str, pairs: int, repeats: int) -> tuple[float, dict]:
             best = max(best, figures["real_time_factor"])
             if r == 0:
                 out = os.path.join(tmp, "gap.json")
-                subprocess.run(["rosrun", "panda_sim2real", "compare", "--bag", bag, "--quiet",
+                subprocess.run(["rosrun", "panda_pairs", "compare", "--bag", bag, "--quiet",
                                 "--json", out, "--plot", os.path.join(tmp, "gap.png")],
                                check=True, capture_output=True)
                 with open(out) as f:

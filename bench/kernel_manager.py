@@ -27,13 +27,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from kernel_manager_ros.generation import GenerationConfig, generate_kernels
-from kernel_manager_ros.history import Episode, History
-from kernel_manager_ros.kernel import Kernel, KernelSet
-from kernel_manager_ros.kernel_index import KernelIndex
-from kernel_manager_ros.manager import KernelManager
-from kernel_manager_ros.state_spec import StateSpec
-from kernel_manager_ros.transfer import LinearTransfer, SensorTransfer
+from kernel_manager_ros import (Episode, GenerationConfig, History, Kernel, KernelIndex, KernelManager,
+                                KernelSet, LinearTransfer, SensorTransfer, StateSpec, generate_kernels)
 
 TARGETS = {"lookup_median_us": 50.0}
 WARMUP_CALLS = 1000
@@ -212,7 +207,7 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    from sim2real_checks.outputs import write_json
+    from sim2real_checks import write_json
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", type=int, default=10000)

@@ -28,7 +28,7 @@ import warnings
 from typing import Optional
 
 import numpy as np
-from sim2real_checks.outputs import write_json
+from sim2real_checks import write_json
 
 HERE = os.path.abspath(__file__)
 MODEL_HIDDEN = 64   # the size make demo / make study train; the timing does not depend on weights
@@ -38,10 +38,10 @@ OUTPUT = "/sim/joint_states_realistic"
 
 def record_states(path: str, seconds: float, rate: int = 1000) -> int:
     """Simulated Panda states at ``rate`` Hz over ``seconds`` (generated moves), saved as npy."""
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.robot import SimulatedRobot
-    from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
-    from panda_sim2real.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+    from panda_sim2real import JointLimits
+    from panda_sim2real import SimulatedRobot
+    from panda_sim2real import SIM_CONFIG_FILE, RobotConfig
+    from panda_sim2real import GeneratorSettings, TrajectoryGenerator
 
     limits = JointLimits.from_yaml()
     config = RobotConfig.from_yaml(SIM_CONFIG_FILE).with_overrides(publish_rate=rate)
@@ -66,7 +66,7 @@ def play(states_path: str, rate: float, topic: str) -> None:
     import rospy
     from sensor_msgs.msg import JointState
 
-    from panda_sim2real.limits import JointLimits
+    from panda_sim2real import JointLimits
 
     states = np.load(states_path)
     names = list(JointLimits.from_yaml().joint_names)
@@ -198,10 +198,10 @@ def untrained_model(path: str, rate: float = 1000.0,
                     label: str = "bench (untrained weights)") -> str:
     """A realtime Realeasy model file of the size make demo/study train, untrained weights (the
     timing does not depend on the weights, only on the sizes); returns ``path``."""
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.normalisation import JointLimitScaler
-    from realeasy_ros.networks import ModelSpec, build_network
-    from realeasy_ros.model import RealeasyModel
+    from panda_sim2real import JointLimits
+    from panda_pairs import JointLimitScaler
+    from realeasy_ros import ModelSpec, build_network
+    from realeasy_ros import RealeasyModel
 
     limits = JointLimits.from_yaml()
     spec = ModelSpec(hidden_size=MODEL_HIDDEN)

@@ -34,12 +34,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from panda_sim2real.limits import JointLimits
-from realeasy_ros.networks import ModelSpec, RealtimeRealeasy, build_network
-from realeasy_ros.model import RealeasyModel
-from panda_sim2real.normalisation import JointLimitScaler
-from realeasy_ros.realtime import RealtimeResidual
-from sim2real_checks.outputs import write_json
+from panda_sim2real import JointLimits
+from realeasy_ros import ModelSpec, RealeasyModel, RealtimeRealeasy, RealtimeResidual, build_network
+from panda_pairs import JointLimitScaler
+from sim2real_checks import write_json
 
 PAPER_STEP_MS = 0.39
 TARGETS = {"median_us": 20.0, "p99_us": 50.0}

@@ -36,13 +36,10 @@ from fci_bridge import bench_fci_bridges
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
 from node_latency import bench_node_latency
-from sim2real_checks.outputs import write_json
-from panda_sim2real.collection import CollectionRequest, run_collection
-from panda_sim2real.limits import JointLimits
-from panda_sim2real.robot import SimulatedRobot
-from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
-from panda_sim2real.ros_conversions import joint_state_msg
-from panda_sim2real.trajectory_generation import GeneratorSettings, TrajectoryGenerator
+from sim2real_checks import write_json
+from panda_pairs import CollectionRequest, run_collection
+from panda_sim2real import (GeneratorSettings, JointLimits, REALITY_CONFIG_FILE, RobotConfig,
+                            SIM_CONFIG_FILE, SimulatedRobot, TrajectoryGenerator, joint_state_msg)
 from realtime_step import bench_realtime_step
 
 
@@ -74,11 +71,11 @@ def robot_speed(config_file: str, limits: JointLimits, seconds: float, repeats: 
 def vehicle_histories(missions: int, seed: int):
     """(H_sim, H_phy, spec): the delivery vehicle's design and deployment (the simulation with the
     unexpected ramp) histories, paper 001 §4, as the generation benchmark's input."""
-    from kernel_manager_ros.config_files import config_path
-    from kernel_manager_ros.state_spec import StateSpec
-    from kernel_manager_ros.vehicle.mission import MissionConfig
-    from kernel_manager_ros.vehicle.model import VehicleConfig
-    from kernel_manager_ros.vehicle.run import run_missions
+    from kernel_manager_ros import config_path
+    from kernel_manager_ros import StateSpec
+    from kernel_manager_ros import MissionConfig
+    from kernel_manager_ros import VehicleConfig
+    from kernel_manager_ros import run_missions
     spec = StateSpec.from_yaml(config_path("vehicle_topics.yaml"))
     mission = MissionConfig.from_yaml(config_path("mission.yaml"))
     runs = [run_missions(VehicleConfig.from_yaml(config_path(name)), mission, spec, missions, seed)

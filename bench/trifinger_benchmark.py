@@ -22,11 +22,8 @@ import time
 
 import numpy as np
 
-from trifinger_controllers.aligned import AlignedController
-from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
-from trifinger_controllers.evaluation import evaluate
-from trifinger_controllers.kinematics import FingerKinematics
-from trifinger_controllers.sim_options import SimOptions, add_arguments, from_arguments
+from trifinger_controllers import (AlignedController, CONTROLLERS, FingerKinematics, SimOptions,
+                                   add_arguments, default_grasp, evaluate, from_arguments, make_controller)
 from trifinger_compute import compute_time, describe
 
 PAIRINGS = tuple((name, default_grasp(name)) for name in CONTROLLERS)   # CPC-TG, CIC-CG, MP-PG

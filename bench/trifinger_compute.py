@@ -29,17 +29,12 @@ from typing import Optional
 import numpy as np
 import pybullet
 
-from trifinger_controllers import cube, task
-from trifinger_controllers.controllers.base import Controller
-from trifinger_controllers.controllers import CONTROLLERS, default_grasp, make_controller
-from trifinger_controllers.evaluation import episode_specs, run_episode
-from trifinger_controllers.kinematics import FingerKinematics
-from trifinger_controllers.platform import SimulatedPlatform
-from trifinger_controllers.sim_options import SimOptions, add_arguments, from_arguments
-from trifinger_controllers.types import PHYSICS_RATE, CubePose, Observation
+from trifinger_controllers import (CONTROLLERS, IDENTITY, PHYSICS_RATE, RESTING_HEIGHT, Controller, CubePose,
+                                   FingerKinematics, Observation, SimOptions, SimulatedPlatform, add_arguments,
+                                   default_grasp, episode_specs, from_arguments, make_controller, run_episode)
 
 #: Where the cube is put at ``knock_at``: on the floor, 7 cm from the centre, out of the hand.
-KNOCK_POSITION = np.array([0.05, -0.05, task.RESTING_HEIGHT])
+KNOCK_POSITION = np.array([0.05, -0.05, RESTING_HEIGHT])
 
 
 class KnockedPlatform(SimulatedPlatform):
@@ -60,7 +55,7 @@ class KnockedPlatform(SimulatedPlatform):
     def step(self, torque: np.ndarray) -> Observation:
         if self.steps == self.knock_step:
             pybullet.resetBasePositionAndOrientation(self.simulation.cube._object_id, KNOCK_POSITION,
-                                                     cube.IDENTITY, physicsClientId=self.client_id)
+                                                     IDENTITY, physicsClientId=self.client_id)
         if self.real_time:
             ahead = self.time - (time.perf_counter() - self._wall_start)
             if ahead > 0.0:

@@ -12,7 +12,7 @@ allow=()
 [ "${SIM2REAL_ALLOW_DEGRADED:-0}" = 1 ] && allow=(--allow-degraded)
 if [ "$robot" = fci_standin ]; then
   ROBOT_IP="${ROBOT_IP:-127.0.0.2}"
-  rosrun panda_sim2real fci_standin --host "$ROBOT_IP" --fifo-priority 40 &
+  rosrun panda_fci fci_standin --host "$ROBOT_IP" --fifo-priority 40 &
 fi
 if [ -z "${ROBOT_IP:-}" ]; then
   echo "entrypoint: error: ROBOT_IP is not set: pass the robot's FCI address (docker compose: ROBOT_IP=... in .env)" >&2
@@ -23,9 +23,9 @@ if [ -n "${MODEL:-}" ] && [ ! -r "$MODEL" ]; then
   exit 2
 fi
 if [ "${1:-}" = preflight ]; then
-  exec rosrun panda_sim2real preflight --robot-ip "$ROBOT_IP" "${allow[@]}"
+  exec rosrun panda_fci preflight --robot-ip "$ROBOT_IP" "${allow[@]}"
 fi
-rosrun panda_sim2real preflight --robot-ip "$ROBOT_IP" "${allow[@]}"
+rosrun panda_fci preflight --robot-ip "$ROBOT_IP" "${allow[@]}"
 case $? in
   0) ;;
   3) echo "entrypoint: the preflight failed: change the host as listed above, or set SIM2REAL_ALLOW_DEGRADED=1 to run degraded" >&2; exit 3 ;;

@@ -38,7 +38,7 @@ live() {   # live NAME KINDS COUNT SEED [method args...]: one roslaunch on a pri
   ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" "$root/launch/pipeline.launch" \
     robot:=fci_standin bag:="$out/live_$name.bag" kinds:="$kinds" trajectories:="$count" \
     seed:="$seed" "$@" > "$out/live_$name.log" 2>&1 || { tail -n 30 "$out/live_$name.log"; exit 1; }
-  rosrun panda_sim2real compare --bag "$out/live_$name.bag" --json "$out/live_${name}.json" \
+  rosrun panda_pairs compare --bag "$out/live_$name.bag" --json "$out/live_${name}.json" \
     --plot "$out/live_${name}.png" > /dev/null
 }
 methods=(sim_config:="$work/identified_sim.yaml" realeasy_model:="$work/realeasy.pt"
@@ -48,7 +48,7 @@ live chain single,multi,cartesian "$live_n" 4242 "${methods[@]}"
 live nominal_task task "$live_tasks" 4243
 live chain_task task "$live_tasks" 4243 "${methods[@]}"
 for name in chain chain_task; do
-  rosrun panda_sim2real compare --bag "$out/live_$name.bag" --sim-topic /sim/joint_states_realistic \
+  rosrun panda_pairs compare --bag "$out/live_$name.bag" --sim-topic /sim/joint_states_realistic \
     --json "$out/live_${name}_realeasy.json" --plot "$out/live_${name}_realeasy.png" > /dev/null
 done
 

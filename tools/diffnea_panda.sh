@@ -20,7 +20,7 @@ nominal="$(python -c 'import os, pybullet_data; print(os.path.join(pybullet_data
 
 if [ ! -f "$work/pairs_id.bag" ]; then
   echo "== collect $n_id identification pairs from the stand-in"
-  rosrun panda_sim2real collect --trajectories "$n_id" --seed 3000 --out "$work/pairs_id.bag" --quiet
+  rosrun panda_pairs collect --trajectories "$n_id" --seed 3000 --out "$work/pairs_id.bag" --quiet
 fi
 echo "== identify ($param) from /real/joint_states"
 rosrun diffnea_ros identify --data "$work/pairs_id.bag" --urdf "$nominal" --param "$param" \
@@ -35,9 +35,9 @@ for sim in nominal identified; do
   config="$root/panda_sim2real/config/sim/panda_sim.yaml"
   [ "$sim" = identified ] && config="$work/panda_sim_identified.yaml"
   echo "== collect $n_eval evaluation pairs, $sim URDF in panda_sim"
-  rosrun panda_sim2real collect --trajectories "$n_eval" --seed 4000 --sim-config "$config" \
+  rosrun panda_pairs collect --trajectories "$n_eval" --seed 4000 --sim-config "$config" \
     --out "$work/eval_$sim.bag" --quiet
-  rosrun panda_sim2real compare --bag "$work/eval_$sim.bag" --json "$results/panda_gap_$sim.json" \
+  rosrun panda_pairs compare --bag "$work/eval_$sim.bag" --json "$results/panda_gap_$sim.json" \
     --plot "$results/panda_gap_$sim.png" > /dev/null
 done
 python "$root/tools/diffnea_panda_summary.py" "$results" "$work" | tee "$results/panda.md"

@@ -21,9 +21,9 @@ def row(label: str, values: list, fmt: str = "{:.3g}") -> str:
 
 def per_trajectory_torque_mse(bag: str) -> tuple[np.ndarray, list[int]]:
     """Torque MSE (trajectories, 7) of each aligned pair of a pair bag, and the trajectory ids."""
-    from panda_sim2real.alignment import align_all
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.pair_bag import read_pairs
+    from panda_pairs import align_all
+    from panda_sim2real import JointLimits
+    from panda_pairs import read_pairs
 
     aligned = align_all(read_pairs(bag, JointLimits.from_yaml().joint_names).pairs).aligned
     mse = np.array([((a.sim[:, 14:] - a.real[:, 14:]) ** 2).mean(axis=0) for a in aligned])

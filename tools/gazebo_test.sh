@@ -9,7 +9,7 @@ results="$root/build/gazebo-test/results"
 rm -rf "$results" && mkdir -p "$results"
 status=0
 dirs=()
-for pkg in sim2real_gazebo panda_sim2real compliant_actuator_gazebo; do
+for pkg in sim2real_gazebo panda_sim2real panda_pairs compliant_actuator_gazebo; do
   [ -d "$root/$pkg/test/gazebo" ] && dirs+=("$root/$pkg/test/gazebo")
 done
 echo "== pytest (Gazebo): ${dirs[*]#$root/}"

@@ -27,17 +27,17 @@ train_args=(--max-minutes "$minutes")
 
 if [ ! -f "$work/dataset_a.npz" ]; then
   echo "== collect $n pairs from the default stand-in"
-  rosrun panda_sim2real collect --trajectories "$n" --seed 1000 --out "$work/pairs_a.bag" "${sim_args[@]}" \
+  rosrun panda_pairs collect --trajectories "$n" --seed 1000 --out "$work/pairs_a.bag" "${sim_args[@]}" \
     --json "$work/collect_a.json" --quiet
-  rosrun panda_sim2real dataset --bag "$work/pairs_a.bag" --out "$work/dataset_a.npz" --seed 1000 \
+  rosrun panda_pairs dataset --bag "$work/pairs_a.bag" --out "$work/dataset_a.npz" --seed 1000 \
     --json "$work/dataset_a.json"
 fi
 if [ ! -f "$work/dataset_b.npz" ]; then
   echo "== collect $n_b pairs from stand-in individual B (friction and offsets changed)"
-  rosrun panda_sim2real collect --trajectories "$n_b" --seed 2000 --out "$work/pairs_b.bag" "${sim_args[@]}" \
+  rosrun panda_pairs collect --trajectories "$n_b" --seed 2000 --out "$work/pairs_b.bag" "${sim_args[@]}" \
     --reality-config "$root/panda_sim2real/config/reality/individual_b.yaml" \
     --json "$work/collect_b.json" --quiet
-  rosrun panda_sim2real dataset --bag "$work/pairs_b.bag" --out "$work/dataset_b.npz" --seed 2000 \
+  rosrun panda_pairs dataset --bag "$work/pairs_b.bag" --out "$work/dataset_b.npz" --seed 2000 \
     --json "$work/dataset_b.json"
 fi
 

@@ -9,7 +9,7 @@ rm -rf "$results" && mkdir -p "$results"
 status=0
 
 test_dirs=("$root/tools/test")
-for pkg in sim2real_checks sim2real_gazebo panda_gazebo panda_sim2real realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline; do
+for pkg in sim2real_checks sim2real_gazebo panda_gazebo panda_sim2real panda_fci panda_pairs realeasy_ros kernel_manager_ros compliant_actuator_gazebo diffnea_ros trifinger_controllers sim2real_pipeline; do
   if compgen -G "$root/$pkg/test/test_*.py" > /dev/null; then test_dirs+=("$root/$pkg/test"); fi
 done
 echo "== pytest: ${test_dirs[*]#$root/}"

@@ -22,8 +22,7 @@ import unittest
 
 import rospy
 import rostest
-from sim2real_checks.node_testing import check_fails_at_start, start_node
-from sim2real_checks.topic_testing import TopicRecorder, wait_for
+from sim2real_checks import TopicRecorder, check_fails_at_start, start_node, wait_for
 from rosgraph_msgs.msg import Log
 from std_msgs.msg import Float64
 

@@ -4,7 +4,7 @@ the package's errors share one base, CompliantError (a ValueError)."""
 import os
 
 import pytest
-from sim2real_checks.tool_testing import check_conventions
+from sim2real_checks import check_conventions
 
 from compliant_actuator_gazebo.description import DescriptionError
 from compliant_actuator_gazebo.errors import CompliantError

@@ -9,7 +9,7 @@ import yaml
 import compliant_actuator_gazebo as cag
 from compliant_actuator_gazebo.description import (DescriptionError, load_description,
                                                    parse_description)
-from sim2real_checks.launch_testing import launch_params
+from sim2real_checks import launch_params
 
 PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 URDF = os.path.join(PKG, "urdf")

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 from scipy import signal
-from sim2real_checks.tool_testing import check_argument_error, check_help
+from sim2real_checks import check_argument_error, check_help
 
 import compliant_actuator_gazebo as cag
 from compliant_actuator_gazebo.frequency_response import (LinearPlant, empirical_transfer_function, log_chirp,

@@ -6,8 +6,7 @@ import os
 
 import genpy
 import pytest
-from sim2real_checks.errors import Rejected
-from sim2real_checks.fuzz import hostile_cases
+from sim2real_checks import Rejected, hostile_cases
 
 from compliant_actuator_gazebo.bounds import (CONTINUOUS_RANGE, POSITION_MARGIN, RATE_FACTOR,
                                               STATE_LIMIT, joint_bounds, robot_bounds)

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 import yaml
-from sim2real_checks.errors import Rejected
+from sim2real_checks import Rejected
 
 from compliant_actuator_gazebo.bounds import JointBounds, Range
 from compliant_actuator_gazebo.manager import (MODE_INPUTS, ArrayRejected, JointSample,

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from sim2real_checks.tool_testing import check_conventions
+from sim2real_checks import check_conventions
 
 from compliant_actuator_gazebo.arm_trial import EmbeddedTrial
 from compliant_actuator_gazebo.clik import PushConfig, push_metrics, run_push

@@ -12,8 +12,8 @@ import numpy as np
 import pybullet_data
 import rospy
 import rostest
-from sim2real_checks.node_testing import check_fails_at_start, start_node
-from sim2real_checks.topic_testing import TopicRecorder, joint_state as state_msg, wait_for
+from sim2real_checks import (TopicRecorder, check_fails_at_start, joint_state_message as state_msg, start_node,
+                             wait_for)
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from diffnea_ros.acceleration import savgol_derivatives
-from diffnea_ros.data import (IdentificationData, check_identifiable, load_bag, load_data,
+from diffnea_ros.data import (IdentificationData, check_identifiable, load_bag, load_data, load_pairs,
                               load_npz)
 from diffnea_ros.errors import DataError
 
@@ -294,3 +294,23 @@ def test_batches():
     idx = np.concatenate([b.index for b in shuffled])
     assert len(shuffled) == 3 and len(np.unique(idx)) == 768 and not np.all(np.diff(idx) > 0)
     np.testing.assert_array_equal(shuffled[0].q, data.q[shuffled[0].index])
+
+
+def test_pairs_give_one_segment_per_chosen_trajectory_of_the_robot(tmp_path):
+    """load_pairs: the robot's (/real) stream of the chosen trajectories of a pair bag, one
+    segment each, with its measured velocities; none of the chosen ones is one DataError."""
+    from panda_pairs import CollectionRequest, read_pairs, run_collection
+    bag = str(tmp_path / "pairs.bag")
+    run_collection(CollectionRequest(out=bag, trajectories=4, seed=3, kinds=("single",),
+                                     show_progress=False))
+    data = load_pairs(bag, [1, 3])
+    assert data.joint_names == tuple(f"panda_joint{j}" for j in range(1, 8))
+    assert data.n_segments == 2 and "reality stand-in" in data.source
+    pairs = {p.trajectory_id: p for p in read_pairs(bag, data.joint_names).pairs}
+    for k, tid in enumerate((1, 3)):
+        np.testing.assert_array_equal(data.t[data.segment == k], pairs[tid].real.t)
+        np.testing.assert_array_equal(data.qd[data.segment == k], pairs[tid].real.qd)
+    with pytest.raises(DataError, match="none of the 1 trajectories"):
+        load_pairs(bag, [99])
+    with pytest.raises(DataError, match="not found|lacks|cannot"):
+        load_pairs(str(tmp_path / "missing.bag"))

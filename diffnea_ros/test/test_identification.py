@@ -177,3 +177,33 @@ def test_a_diverging_run_stops_with_the_last_finite_parameters():
     for value in result.dynamics.parameters():
         assert torch.all(torch.isfinite(value))
     assert np.all(np.isfinite(evaluate_nmse(result.dynamics, samples.subset(torch.arange(0, 100)))))
+
+
+def test_identify_tool_on_a_pair_bag_writes_the_simulators_config(tmp_path):
+    """--pairs with --split-from: the robot's stream of the training split only; --sim-config:
+    panda_sim2real's identified config, which the simulator loads."""
+    from panda_pairs import CollectionRequest, Dataset, run_collection
+    from panda_sim2real import RobotConfig, nominal_urdf_path
+    bag, dataset = str(tmp_path / "pairs.bag"), str(tmp_path / "dataset.npz")
+    run_collection(CollectionRequest(out=bag, trajectories=6, seed=5, kinds=("multi",), show_progress=False))
+    done = subprocess.run(["rosrun", "panda_pairs", "dataset", "--bag", bag, "--out", dataset, "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    split = Dataset.load(dataset)
+    train = {int(t) for t, s in zip(split.trajectory_ids, split.split) if s == "train"}
+    out, sim, report = tmp_path / "id.urdf", tmp_path / "sim.yaml", tmp_path / "id.json"
+    result = run_identify("--pairs", bag, "--split-from", dataset, "--urdf", nominal_urdf_path(),
+                          "--epochs", "2", "--offset", "--physics-rate", "2000", "--out", str(out),
+                          "--sim-config", str(sim), "--json", str(report), "--quiet")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(report.read_text())
+    assert figures["trajectories"] == len(train) and figures["physics_rate"] == 2000
+    config = RobotConfig.from_yaml(str(sim))
+    assert config.urdf == str(out) and config.physics_rate == 2000
+    assert config.label == "simulation (identified)"
+    offset = [figures["torque_offset"][n] for n in figures["joint_names"]]
+    np.testing.assert_allclose(config.torque_sensor.offset, offset)
+    bad = run_identify("--pairs", bag, "--split-from", dataset, "--split", "nonexistent", "--urdf",
+                       nominal_urdf_path(), "--out", str(tmp_path / "x.urdf"), "--quiet")
+    assert bad.returncode == 2 and "no trajectory in split 'nonexistent'" in bad.stderr
+    assert not (tmp_path / "x.urdf").exists()

@@ -17,8 +17,8 @@ from diffnea_ros.joint_bounds import measured_bounds
 from diffnea_ros.online_identifier import OnlineConfig, OnlineIdentifier
 from diffnea_ros.state_input import StateInput
 from diffnea_ros.urdf import load_robot, lock_joints
-from panda_sim2real.limits import JointLimits
-from sim2real_checks.guard import Guard
+from panda_sim2real import JointLimits
+from sim2real_checks import Guard
 
 pybullet_data = pytest.importorskip("pybullet_data")
 PANDA = os.path.join(pybullet_data.getDataPath(), "franka_panda", "panda.urdf")

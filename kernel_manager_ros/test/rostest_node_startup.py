@@ -5,7 +5,7 @@ import unittest
 
 import rospy
 import rostest
-from sim2real_checks.node_testing import check_fails_at_start, start_node
+from sim2real_checks import check_fails_at_start, start_node
 
 # (node, private parameters, what the [FATAL] line must name); the node's name is bad_<i>
 CASES = [

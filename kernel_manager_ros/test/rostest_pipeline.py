@@ -24,8 +24,7 @@ from diffnea_ros.msg import IdentifiedParams
 from kernel_manager_ros.kernel_file import load_kernels
 from kernel_manager_ros.msg import ActiveKernel
 from kernel_manager_ros.state_spec import StateSpec
-from sim2real_checks.listening import descendants, listening_sockets
-from sim2real_checks.topic_testing import TopicRecorder
+from sim2real_checks import TopicRecorder, descendants, listening_sockets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 PIPELINE = os.path.join(ROOT, "launch", "pipeline.launch")

@@ -20,7 +20,7 @@ from kernel_manager_ros.vehicle.mission import MissionConfig
 from kernel_manager_ros.vehicle.mission_node import MissionParams
 from kernel_manager_ros.vehicle.model import VehicleConfig
 from kernel_manager_ros.vehicle.sim_node import VehicleSimParams
-from sim2real_checks.node_testing import StandInParameters
+from sim2real_checks import StandInParameters
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config")
 SOURCE = "parameter /node/config"

@@ -21,11 +21,9 @@ from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, histories, read
 from kernel_manager_ros.state_spec import StateSpec
 from kernel_manager_ros.transfer import LinearTransfer, SensorTransfer
 
-from panda_sim2real.collection import CollectionRequest, run_collection
-from panda_sim2real.limits import JointLimits
-from panda_sim2real.robot import SimulatedRobot
-from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
-from panda_sim2real.work_cycle import DEFAULT_WORK_CYCLE_FILE, TASK
+from panda_pairs import CollectionRequest, run_collection
+from panda_sim2real import (DEFAULT_WORK_CYCLE_FILE, JointLimits, RobotConfig, SIM_CONFIG_FILE,
+                            SimulatedRobot, TASK)
 
 SPEC = StateSpec.from_yaml(PANDA_TOPICS)
 LIMITS = JointLimits.from_yaml()
@@ -64,7 +62,7 @@ def test_histories_from_a_pair_bag(trajectories):
     np.testing.assert_allclose(h_phy.states[first][:, :7], tr.real.q[:-1], atol=1e-12)
     np.testing.assert_allclose(h_phy.states[first][:, 7:], tr.real.qd[:-1], atol=1e-12)
     # the action is the commanded position at the step's time
-    np.testing.assert_allclose(h_phy.actions[first][5], tr.plan.sample(tr.real.t[5] - tr.start)[0])
+    np.testing.assert_allclose(h_phy.actions[first][5], tr.command.sample(tr.real.t[5] - tr.start)[0])
     assert np.all(h_sim.rewards <= 0.0)
     assert np.abs(h_sim.states - h_phy.states[:len(h_sim)]).max() > 1e-3   # there is a gap
     coarse, _ = histories(trajectories, LAYOUT, 0.1)

@@ -3,7 +3,7 @@ the common flags, and a bad argument is one stderr line, ``PROG: error: MESSAGE`
 import os
 
 import pytest
-from sim2real_checks.tool_testing import check_conventions
+from sim2real_checks import check_conventions
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts")
 # tool -> arguments one of its own checks refuses (after argparse accepted them)

@@ -7,8 +7,7 @@ import pytest
 import rospy
 import yaml
 
-from panda_sim2real.limits import JointLimits
-from panda_sim2real.robot_node import SET_JOINT_STATE, joint_state_target, set_state_spec
+from panda_sim2real import JointLimits, SET_JOINT_STATE, joint_state_target, set_state_spec
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.manager_node import SetStateInterface

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 from sensor_msgs.msg import JointState
-from sim2real_checks.errors import Rejected
-from sim2real_checks.fuzz import hostile_cases
+from sim2real_checks import Rejected, hostile_cases
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError

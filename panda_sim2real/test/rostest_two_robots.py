@@ -6,8 +6,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
-from sim2real_checks.node_testing import check_fails_at_start, start_node
-from sim2real_checks.topic_testing import TopicRecorder, wait_for
+from sim2real_checks import TopicRecorder, check_fails_at_start, start_node, wait_for
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -140,13 +139,6 @@ class TwoRobots(unittest.TestCase):
             with self.subTest(param=param):
                 check_fails_at_start(start_node("panda_sim2real", "panda_reality", name, ["__ns:=/broken"]),
                                      f"parameter /broken/{name}/{param}: {phrase}")
-        # the pair runner's scalar parameters (sim2real_checks.params)
-        for k, (arg, phrase) in enumerate((("_seed:=abc", "~seed must be an integer >= 0, got 'abc'"),
-                                           ("_trajectories:=0", "~trajectories must be an integer >= 1"),
-                                           ("_end_launch:=maybe", "~end_launch must be true or false"))):
-            with self.subTest(arg=arg):
-                check_fails_at_start(start_node("panda_sim2real", "pair_runner", f"broken_runner_{k}",
-                                                [arg, "__ns:=/broken"]), phrase)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from sensor_msgs.msg import JointState
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.robot import SimulatedRobot
 from panda_sim2real.robot_config import REALITY_CONFIG_FILE, SIM_CONFIG_FILE, RobotConfig
-from sim2real_checks.guard import Guard
+from sim2real_checks import Guard
 
 from panda_sim2real.robot_node import RobotNode, joint_state_target, set_state_spec
 from panda_sim2real.trajectory import validate_trajectory

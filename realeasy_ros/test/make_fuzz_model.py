@@ -12,8 +12,8 @@ import tempfile
 
 import torch
 
-from panda_sim2real.limits import JointLimits
-from panda_sim2real.normalisation import JointLimitScaler
+from panda_sim2real import JointLimits
+from panda_pairs import JointLimitScaler
 from realeasy_ros.networks import ModelSpec, build_network
 from realeasy_ros.model import RealeasyModel
 

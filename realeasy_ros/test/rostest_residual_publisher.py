@@ -11,17 +11,16 @@ import unittest
 import numpy as np
 import rospy
 import rostest
-from sim2real_checks.node_testing import check_fails_at_start, start_node
-from sim2real_checks.topic_testing import TopicRecorder, joint_state, wait_for
+from sim2real_checks import TopicRecorder, check_fails_at_start, joint_state_message, start_node, wait_for
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from panda_sim2real.limits import JointLimits
+from panda_sim2real import JointLimits
 from realeasy_ros.networks import ModelSpec, build_network
 from realeasy_ros.model import RealeasyModel
-from panda_sim2real.normalisation import JointLimitScaler
+from panda_pairs import JointLimitScaler
 from realeasy_ros.residual_stream import ResidualStream
 
 WARMUP = 5
@@ -118,25 +117,25 @@ class ResidualPublisher(unittest.TestCase):
             if k in bad:
                 kind = bad[k]
                 if kind == "missing":
-                    msg = joint_state(t[k], self.names[:6], q[k][:6], qd[k][:6], tau[k][:6])
+                    msg = joint_state_message(t[k], self.names[:6], q[k][:6], qd[k][:6], tau[k][:6])
                 elif kind == "length":
-                    msg = joint_state(t[k], self.names, q[k], qd[k][:5], tau[k])
+                    msg = joint_state_message(t[k], self.names, q[k], qd[k][:5], tau[k])
                 elif kind == "fast":   # 3 times joint 4's velocity limit: beyond a measured state's
                     v = qd[k].copy()
                     v[3] = 3.0 * self.limits.velocity[3]
-                    msg = joint_state(t[k], self.names, q[k], v, tau[k])
+                    msg = joint_state_message(t[k], self.names, q[k], v, tau[k])
                 else:
                     v = q[k].copy()
                     v[2] = np.nan if kind == "nan" else np.inf
-                    msg = joint_state(t[k], self.names, v, qd[k], tau[k])
+                    msg = joint_state_message(t[k], self.names, v, qd[k], tau[k])
                 pub.publish(msg)
                 next_time += period
                 time.sleep(max(0.0, next_time - time.monotonic()))
             # every 3rd good message lists the joints in reverse order: mapped by name
             if k % 3 == 0:
-                msg = joint_state(t[k], reversed_names, q[k][::-1], qd[k][::-1], tau[k][::-1])
+                msg = joint_state_message(t[k], reversed_names, q[k][::-1], qd[k][::-1], tau[k][::-1])
             else:
-                msg = joint_state(t[k], self.names, q[k], qd[k], tau[k])
+                msg = joint_state_message(t[k], self.names, q[k], qd[k], tau[k])
             pub.publish(msg)
             next_time += period
             time.sleep(max(0.0, next_time - time.monotonic()))
@@ -167,7 +166,7 @@ class ResidualPublisher(unittest.TestCase):
         # a time jump backwards restarts the warm-up
         t2, q2, qd2, tau2 = self.samples(WARMUP + 3, 10.0, rng)
         for k in range(len(t2)):
-            pub.publish(joint_state(t2[k], self.names, q2[k], qd2[k], tau2[k]))
+            pub.publish(joint_state_message(t2[k], self.names, q2[k], qd2[k], tau2[k]))
             time.sleep(period)
         total = n + len(t2)
         self.assertTrue(wait_for(lambda: listener.corrected() == (total, total), 20))
@@ -183,7 +182,7 @@ class ResidualPublisher(unittest.TestCase):
         rospy.wait_for_service("/realeasy/residual_publisher/reset", timeout=10)
         answer = rospy.ServiceProxy("/realeasy/residual_publisher/reset", Trigger)()
         self.assertTrue(answer.success)
-        pub.publish(joint_state(20.0, self.names, q2[0], qd2[0], tau2[0]))
+        pub.publish(joint_state_message(20.0, self.names, q2[0], qd2[0], tau2[0]))
         self.assertTrue(wait_for(lambda: listener.corrected()[1] == total + 1, 20))
         after_reset = listener.latest(RESIDUAL)
         np.testing.assert_array_equal(after_reset.effort, 0.0)

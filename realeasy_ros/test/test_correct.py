@@ -10,14 +10,12 @@ import pytest
 import rosbag
 import torch
 
-from panda_sim2real.bag_layout import EVENTS
+from panda_sim2real import EVENTS, JointLimits
 from realeasy_ros.correction import (REALISTIC_TOPIC, SIM_TOPIC, InvalidSample, correct_bag,
                                      segments, state_from_msg)
-from panda_sim2real.errors import BagError
-from panda_sim2real.limits import JointLimits
+from panda_pairs import BagError, JointLimitScaler
 from realeasy_ros.networks import ModelSpec, build_network
 from realeasy_ros.model import RealeasyModel
-from panda_sim2real.normalisation import JointLimitScaler
 
 from realeasy_tools import run_script
 from test_dataset_tools import TORQUE_OFFSET, _joint_state, write_pair_bag

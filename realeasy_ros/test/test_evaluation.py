@@ -7,16 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from panda_sim2real.alignment import AlignedPair
-from panda_sim2real.dataset import Dataset
-from panda_sim2real.errors import ConfigError
+from panda_pairs import AlignedPair, Dataset, JointLimitScaler, gap_statistics, plot_torque_panels
+from panda_sim2real import ConfigError, JointLimits
 from realeasy_ros.evaluation import (evaluate_model, format_evaluation, per_joint_mse,
                                      trajectory_index)
-from panda_sim2real.gap_report import gap_statistics, plot_torque_panels
-from panda_sim2real.limits import JointLimits
 from realeasy_ros.networks import ModelSpec, build_network
 from realeasy_ros.model import RealeasyModel
-from panda_sim2real.normalisation import JointLimitScaler
 
 from realeasy_tools import run_script
 

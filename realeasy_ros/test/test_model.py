@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from panda_sim2real.errors import ConfigError
-from panda_sim2real.limits import JointLimits
+from panda_sim2real import ConfigError, JointLimits
 from realeasy_ros.networks import (ModelSpec, PreciseRealeasy, RealtimeRealeasy, build_network,
                                 channel_weights, msre_loss)
 from realeasy_ros.model import FORMAT, RealeasyModel, load_model
-from panda_sim2real.normalisation import JointLimitScaler
+from panda_pairs import JointLimitScaler
 
 
 @pytest.fixture(scope="module")

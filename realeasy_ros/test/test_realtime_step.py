@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from panda_sim2real.errors import ConfigError
-from panda_sim2real.limits import JointLimits
+from panda_sim2real import ConfigError, JointLimits
 from realeasy_ros.networks import ModelSpec, build_network
 from realeasy_ros.model import RealeasyModel
-from panda_sim2real.normalisation import JointLimitScaler
+from panda_pairs import JointLimitScaler
 from realeasy_ros.realtime import RealtimeResidual
 from realeasy_ros._realtime_lstm import RealtimeLstm
 

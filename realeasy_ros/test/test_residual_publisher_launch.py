@@ -5,8 +5,8 @@ Argument docs: tools/test/test_launch_conventions.py."""
 import os
 
 
-from panda_sim2real.limits import JointLimits
-from sim2real_checks.launch_testing import launch_params, param_mapping
+from panda_sim2real import JointLimits
+from sim2real_checks import launch_params, param_mapping
 
 LAUNCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch",
                       "residual_publisher.launch")

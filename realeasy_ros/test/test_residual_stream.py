@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from panda_sim2real.limits import JointLimits
+from panda_sim2real import JointLimits
 from realeasy_ros.networks import ModelSpec, build_network
 from realeasy_ros.model import RealeasyModel
-from panda_sim2real.normalisation import JointLimitScaler
+from panda_pairs import JointLimitScaler
 from realeasy_ros.residual_stream import (InvalidJointState, JointStateLayout, LatencyStats,
                                           ResidualStream)
 

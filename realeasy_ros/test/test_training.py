@@ -11,11 +11,9 @@ import pytest
 import torch
 
 from realeasy_ros import training
-from panda_sim2real.dataset import Dataset, assign_splits
-from panda_sim2real.errors import ConfigError
-from panda_sim2real.limits import JointLimits
+from panda_pairs import Dataset, JointLimitScaler, assign_splits
+from panda_sim2real import ConfigError, JointLimits
 from realeasy_ros.model import load_model
-from panda_sim2real.normalisation import JointLimitScaler
 from realeasy_ros.training import (TrainingConfig, WindowSampler, train_model, validation_loss,
                                    window_length)
 from realeasy_tools import SCRIPTS, run_script

@@ -10,7 +10,7 @@ import rospy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
-from sim2real_checks.topic_testing import TopicRecorder, joint_state, wait_for
+from sim2real_checks.topic_testing import TopicRecorder, joint_state_message, wait_for
 
 
 def test_wait_for_true_once_the_predicate_holds() -> None:
@@ -122,7 +122,7 @@ def test_recorder_without_subscribers_is_connected_vacuously_and_closes() -> Non
 
 
 def test_joint_state() -> None:
-    msg = joint_state(12.25, ("a", "b"), (1.0, 2.0), [0.5, 0.25], iter([3.0, 4.0]))
+    msg = joint_state_message(12.25, ("a", "b"), (1.0, 2.0), [0.5, 0.25], iter([3.0, 4.0]))
     assert isinstance(msg, JointState)
     assert msg.header.stamp == rospy.Time(12, 250_000_000)
     assert (msg.name, msg.position, msg.velocity, msg.effort) == (

@@ -34,7 +34,7 @@ def test_every_stage_leaves_its_files(chain):
     for name in ("pipeline.json", "report.md", "stages.png", "task_stages.png"):
         assert (out / name).stat().st_size > 0, name
     work = out / "work"
-    for name in ("pairs.bag", "tasks.bag", "dataset_simulation.npz", "identification_data.npz",
+    for name in ("pairs.bag", "tasks.bag", "dataset_simulation.npz",
                  "identified.urdf", "identified_sim.yaml", "pairs_identified.bag",
                  "tasks_identified.bag", "dataset_identified.npz", "realeasy.pt", "kernels.yaml",
                  "evaluation.json"):

@@ -27,7 +27,7 @@ import rostest
 from diagnostic_msgs.msg import DiagnosticArray
 from rosgraph_msgs.msg import Log
 from sensor_msgs.msg import JointState
-from sim2real_checks.topic_testing import wait_for
+from sim2real_checks import wait_for
 from trifinger_simulation.sim_finger import SimFinger
 
 from trifinger_controllers import message_checks as mc

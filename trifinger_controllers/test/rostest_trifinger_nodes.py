@@ -29,8 +29,7 @@ import unittest
 import numpy as np
 import rospy
 import rostest
-from sim2real_checks.node_testing import StartUp, check_fails_at_start
-from sim2real_checks.topic_testing import TopicRecorder, wait_for
+from sim2real_checks import StartUp, TopicRecorder, check_fails_at_start, wait_for
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock

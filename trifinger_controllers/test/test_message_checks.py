@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
-from sim2real_checks.errors import Rejected
+from sim2real_checks import Rejected
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc

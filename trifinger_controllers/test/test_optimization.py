@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from sim2real_checks.cli import run
+from sim2real_checks import run
 
 from trifinger_controllers.optimization import Evaluation, optimise, validate
 from trifinger_controllers.controllers import load_params

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from sim2real_checks.errors import Rejected
+from sim2real_checks import Rejected
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc

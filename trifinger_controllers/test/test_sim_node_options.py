@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from sim2real_checks.launch_testing import launch_params
-from sim2real_checks.node_testing import StandInParameters
+from sim2real_checks import StandInParameters, launch_params
 from trifinger_controllers.errors import ConfigurationError
 from trifinger_controllers.perception import DEFAULT_CONFIG as PERCEPTION_FILE
 from trifinger_controllers.physics import DEFAULT_CONFIG as PHYSICS_FILE

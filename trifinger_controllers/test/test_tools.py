@@ -5,7 +5,7 @@ import json
 import os
 
 import pytest
-from sim2real_checks.tool_testing import check_argument_error, check_help, run_tool
+from sim2real_checks import check_argument_error, check_help, run_tool
 
 from trifinger_controllers import errors, grasps
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from sim2real_checks.errors import Rejected
-from sim2real_checks.finite import require_finite
-from sim2real_checks.scalar import check_scalar
+from sim2real_checks import Rejected, check_scalar, require_finite
 
 from compliant_actuator_gazebo.bounds import STATE_LIMIT, JointBounds, Range
 from compliant_actuator_gazebo.manager import JointSample

@@ -29,8 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from sim2real_checks.errors import Rejected
-from sim2real_checks.yaml_files import read_yaml
+from sim2real_checks import Rejected, read_yaml
 
 from compliant_actuator_gazebo.bounds import JointBounds
 from compliant_actuator_gazebo.errors import CompliantError

@@ -29,9 +29,7 @@ from typing import Optional
 
 import rospy
 from sensor_msgs.msg import JointState
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
-from sim2real_checks.node import mapping_param
-from sim2real_checks.params import number_param
+from sim2real_checks import GuardDiagnostics, mapping_param, node_guard, number_param
 from std_msgs.msg import Float64, Float64MultiArray
 
 from compliant_actuator_gazebo.bounds import JointBounds, robot_bounds

@@ -14,8 +14,7 @@ from typing import Any, Mapping
 
 import rospy
 from rosgraph_msgs.msg import Clock
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
-from sim2real_checks.params import number_param
+from sim2real_checks import GuardDiagnostics, node_guard, number_param
 
 from compliant_actuator_gazebo.description import RobotDescription, parse_description
 from compliant_actuator_gazebo.embedded import INPUTS, EmbeddedSimulation

@@ -24,7 +24,7 @@ import time
 from typing import Callable, Iterable, Optional, Protocol
 
 import rospy
-from sim2real_checks.guard import Guard
+from sim2real_checks import Guard
 from std_msgs.msg import Float64
 
 import compliant_actuator_gazebo as cag

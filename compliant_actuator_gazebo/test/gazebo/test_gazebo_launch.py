@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from sim2real_gazebo.testing import LOGS
+from sim2real_gazebo import LOGS
 
 
 def wait_for(predicate, timeout: float, what: str):

@@ -15,7 +15,7 @@ import pytest
 from compliant_actuator_gazebo.description import expand_xacro, load_description, parse_description
 from compliant_actuator_gazebo.gazebo_engine import GazeboSimulation
 from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, run_step_response
-from conftest import log_path
+from sim2real_gazebo import log_path
 
 PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -178,8 +178,8 @@ def test_a_bad_plugin_block_is_one_line_and_the_model_is_removed(edit, expected)
 
 
 def test_every_listening_socket_is_on_loopback_and_the_stop_is_clean():
-    from sim2real_checks.listening import listening_sockets
-    from sim2real_gazebo.container import pids_of
+    from sim2real_checks import listening_sockets
+    from sim2real_gazebo import pids_of
     description = describe("two_dof_qbmove")
     sim = GazeboSimulation(description, physics_rate=1000.0, log=log_path("sockets"))
     try:

@@ -296,7 +296,7 @@ def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequen
              window_seconds: float = DEFAULT_WINDOW_SECONDS,
              polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
     """Identification data from the sensor_msgs/JointState messages of ``topic`` in a bag, read
-    by panda_sim2real's reader (:func:`panda_sim2real.joint_state_bag.read_joint_states`).
+    by panda_sim2real's reader (:func:`panda_pairs.joint_state_bag.read_joint_states`).
 
     Joints are mapped by name to ``joint_names`` (default: the joints present in every message,
     in the order of the first); stamps are the header stamps; an empty velocity field means
@@ -304,8 +304,8 @@ def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequen
     are unstamped, contain NaN/Inf or repeat a stamp are dropped and counted in ``dropped``.
     A stamp gap of more than ``GAP_PERIODS`` periods starts a segment.
     """
-    from panda_sim2real.errors import BagError
-    from panda_sim2real.joint_state_bag import read_joint_states
+    from panda_pairs import BagError
+    from panda_pairs import read_joint_states
     try:
         states = read_joint_states(path, topic, None if joint_names is None
                                    else [str(n) for n in joint_names], require_velocity=False)
@@ -317,6 +317,34 @@ def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequen
     qd = None if states.qd is None else states.qd[stamped]
     return _assemble(states.t[stamped], states.q[stamped], qd, states.tau[stamped], None, None,
                      states.joint_names, source, dropped, window_seconds, polyorder)
+
+
+def load_pairs(path: str, trajectory_ids: Optional[Sequence[int]] = None,
+               joint_names: Optional[Sequence[str]] = None,
+               window_seconds: float = DEFAULT_WINDOW_SECONDS,
+               polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
+    """Identification data from the robot's side (``/real``) of a pair bag, read by panda_pairs'
+    reader: the complete pairs among ``trajectory_ids`` (default all), one segment each, so that
+    derivatives never straddle two trajectories; measured velocities are kept. Held-out
+    trajectories of a data set's split never enter it when their ids are left out."""
+    from panda_pairs import BagError, read_pairs
+    from panda_sim2real import JointLimits
+    names = [str(n) for n in joint_names] if joint_names is not None else list(JointLimits.from_yaml().joint_names)
+    try:
+        recording = read_pairs(path, names)
+    except BagError as exc:
+        raise DataError(str(exc)) from None
+    wanted = None if trajectory_ids is None else {int(i) for i in trajectory_ids}
+    pairs = [p for p in recording.pairs
+             if (wanted is None or p.trajectory_id in wanted) and len(p.real) > 1]
+    if not pairs:
+        raise DataError(f"pair bag {path} holds none of the {len(wanted) if wanted else 'recorded'} "
+                        f"trajectories on /real/joint_states")
+    segment = np.concatenate([np.full(len(p.real), k, dtype=np.int64) for k, p in enumerate(pairs)])
+    source = f"{recording.label}: pair bag {path} ({len(pairs)} trajectories, /real)"
+    return _assemble(np.concatenate([p.real.t for p in pairs]), np.concatenate([p.real.q for p in pairs]),
+                     np.concatenate([p.real.qd for p in pairs]), np.concatenate([p.real.tau for p in pairs]),
+                     None, segment, names, source, {}, window_seconds, polyorder)
 
 
 def load_data(path: str, joint_names: Optional[Sequence[str]] = None,

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import yaml
-from sim2real_checks.outputs import atomic_path, plain
+from sim2real_checks import atomic_path, plain
 
 from diffnea_ros.errors import ConsistencyError, DiffneaError, UrdfError
 

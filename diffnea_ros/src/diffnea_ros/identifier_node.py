@@ -41,12 +41,8 @@ from diffnea_ros.online_identifier import OnlineConfig, OnlineIdentifier, Snapsh
 from diffnea_ros.srv import WriteUrdf, WriteUrdfResponse
 from diffnea_ros.state_input import StateInput
 from diffnea_ros.urdf import RobotDescription, load_robot
-from panda_sim2real.errors import PandaError
-from panda_sim2real.limits import JointLimits
-from sim2real_checks.diagnostics import node_guard
-from sim2real_checks.joint_state import JointBounds
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import flag_param, number_param
+from panda_sim2real import JointLimits, PandaError
+from sim2real_checks import JointBounds, flag_param, mapping_param, node_guard, number_param, run_node
 
 PARAMS_TOPIC = "/diffnea/identified_params"
 EFFORT_TOPIC = "/diffnea/predicted_effort"

@@ -8,8 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from panda_sim2real.limits import JointLimits
-from sim2real_checks.joint_state import JointBounds
+from panda_sim2real import JointLimits
+from sim2real_checks import JointBounds
 
 
 def measured_bounds(names: Sequence[str], limits: JointLimits

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.signal import savgol_coeffs
 
-from sim2real_checks.joint_state import MALFORMED, InvalidJointState, JointStateLayout
+from sim2real_checks import InvalidJointState, JointStateLayout, MALFORMED
 
 from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
                                       DEFAULT_TOLERANCE, DEFAULT_WINDOW_SECONDS,

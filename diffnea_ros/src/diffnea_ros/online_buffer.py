@@ -12,7 +12,7 @@ import numpy as np
 from diffnea_ros.joint_stream import (STAMP, Block, InvalidSample, JointStateMapper, SampleRing,
                                       StreamingDerivatives)
 from diffnea_ros.online_config import OnlineConfig
-from sim2real_checks.joint_state import MALFORMED, NON_FINITE, JointBounds
+from sim2real_checks import JointBounds, MALFORMED, NON_FINITE
 
 MIN_RING = 1024             # smallest training buffer [samples]
 

@@ -30,7 +30,7 @@ from diffnea_ros.online_config import OnlineConfig
 from diffnea_ros.online_predictor import Estimate, LinkEstimate, OnlinePredictor
 from diffnea_ros.online_trainer import OnlineTrainer
 from diffnea_ros.urdf import RobotDescription
-from sim2real_checks.joint_state import JointBounds
+from sim2real_checks import JointBounds
 
 __all__ = ["COUNTERS", "LinkEstimate", "OnlineConfig", "OnlineIdentifier", "Snapshot"]
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Optional, Sequence
 
-from panda_sim2real.limits import JointLimits
-from sim2real_checks.errors import Rejected
-from sim2real_checks.guard import Guard
-from sim2real_checks.joint_state import MISSING_JOINT, JointBounds
+from panda_sim2real import JointLimits
+from sim2real_checks import Guard, JointBounds, MISSING_JOINT, Rejected
 
 from diffnea_ros.errors import DiffneaError
 from diffnea_ros.joint_bounds import measured_bounds

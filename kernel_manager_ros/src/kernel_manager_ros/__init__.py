@@ -5,3 +5,21 @@ kernel manager and its node) and the Panda adapter (``panda``); the delivery-veh
 the subpackage ``vehicle``, the experiments with their plots ``experiments``. The library imports
 neither of them nor matplotlib (test_kernel_layout.py).
 """
+from sim2real_checks import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "config_files": ["config_path"],
+    "errors": ["KernelError"],
+    "generation": ["GenerationConfig", "generate_kernels"],
+    "history": ["Episode", "History"],
+    "kernel": ["Kernel", "KernelSet"],
+    "kernel_file": ["load_kernels", "save_kernels"],
+    "kernel_index": ["KernelIndex"],
+    "manager": ["KernelManager"],
+    "panda": ["PANDA_TOPICS", "PandaLayout", "histories", "read_pair_trajectories", "replay", "step_indices"],
+    "state_spec": ["StateSpec"],
+    "transfer": ["LinearTransfer", "SensorTransfer"],
+    "vehicle.mission": ["MissionConfig"],
+    "vehicle.model": ["VehicleConfig"],
+    "vehicle.run": ["run_missions"],
+})

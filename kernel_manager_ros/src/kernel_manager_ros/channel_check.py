@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sim2real_checks.errors import Rejected
-from sim2real_checks.finite import require_finite
+from sim2real_checks import Rejected, require_finite
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.state_spec import Channel

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import yaml
-from sim2real_checks.outputs import plain
+from sim2real_checks import plain
 
 from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.kernel import Kernel, KernelSet

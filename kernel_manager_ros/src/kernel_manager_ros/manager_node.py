@@ -36,10 +36,7 @@ import numpy as np
 import rospy
 from roslib.message import get_message_class
 
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
-from sim2real_checks.errors import Rejected
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import number_param
+from sim2real_checks import GuardDiagnostics, Rejected, mapping_param, node_guard, number_param, run_node
 
 from kernel_manager_ros.channel_check import channel_values
 from kernel_manager_ros.errors import KernelError

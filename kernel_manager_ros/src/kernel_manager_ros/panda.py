@@ -40,9 +40,10 @@ from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.history import Episode, History
 from kernel_manager_ros.manager import KernelManager
 from kernel_manager_ros.state_spec import Channel, FieldPath, StateSpec
+from panda_pairs import TrajectoryPair, read_pairs
+from panda_sim2real import REAL_NS, SIM_NS, JointLimits, PandaError
 
 PANDA_TOPICS = config_path("panda_topics.yaml")
-SIM_NS, REAL_NS = "/sim", "/real"
 _COLUMNS = {"position": "q", "velocity": "qd", "effort": "tau"}   # JointState field -> Stream
 
 
@@ -140,69 +141,24 @@ class PandaLayout:
         return -weighted_l1(np.atleast_2d(q_ref), np.atleast_2d(q), w / w.sum())
 
 
-@dataclass(frozen=True)
-class PandaTrajectory:
-    """One pair of a pair bag with its command: ``plan`` has the absolute start (panda_sim2real
-    PlannedTrajectory), ``sim``/``real`` the recorded streams in [start, end]."""
-
-    trajectory_id: int
-    kind: str
-    plan: Any     # panda_sim2real.trajectory.PlannedTrajectory
-    sim: Any      # panda_sim2real.pair_bag.Stream
-    real: Any
-
-    @property
-    def start(self) -> float:
-        return float(self.plan.start)
-
-    @property
-    def end(self) -> float:
-        return float(self.plan.start + self.plan.duration)
-
-
 def read_pair_trajectories(path: str, spec: StateSpec, limits: Any = None
-                           ) -> tuple[list[PandaTrajectory], str]:
-    """The complete pairs of a panda_sim2real pair bag with their commands, and the bag's label.
-    KernelError for a missing or unreadable bag, a bag without /real (or /sim) joint states or
-    pair events, or a pair without its command."""
-    from panda_sim2real.bag_layout import COMMAND, topic
-    from panda_sim2real.errors import PandaError
-    from panda_sim2real.joint_state_bag import BagFile
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.pair_bag import read_pairs
-    from panda_sim2real.ros_conversions import trajectory_from_msg
-
+                           ) -> tuple[list[TrajectoryPair], str]:
+    """The complete pairs of a pair bag with their commands (panda_pairs' reader), those with at
+    least two samples of each robot, and the bag's label. KernelError for a missing or unreadable
+    bag, a bag without /real (or /sim) joint states or pair events, or a pair without its
+    command."""
     limits = limits or JointLimits.from_yaml()
     sim_topic = spec.sensors[0].topic
     real_topic = remap_namespace(spec, SIM_NS, REAL_NS).sensors[0].topic
     if real_topic == sim_topic:
         raise KernelError(f"the spec's sensor topic {sim_topic} is not under {SIM_NS}: the "
                           f"stand-in's side cannot be found")
-    command_topic = topic(SIM_NS, COMMAND)
     try:
-        recording = read_pairs(path, limits.joint_names, sim_topic=sim_topic)
-        with BagFile(path) as bag:
-            commands = [msg for _, msg in bag.messages([command_topic])]
+        recording = read_pairs(path, limits.joint_names, sim_topic=sim_topic, with_commands=True,
+                               limits=limits)
     except PandaError as exc:
         raise KernelError(str(exc)) from exc
-    plans = []
-    for msg in commands:
-        try:
-            plans.append(trajectory_from_msg(msg, limits))
-        except PandaError as exc:
-            raise KernelError(f"bag {path}: a command on {command_topic} is invalid: "
-                              f"{exc}") from exc
-    starts = np.array([p.start if p.start is not None else -1.0 for p in plans])
-    trajectories = []
-    for pair in recording.pairs:
-        k = int(np.argmin(np.abs(starts - pair.start))) if starts.size else -1
-        if k < 0 or abs(starts[k] - pair.start) > 1e-3:
-            raise KernelError(f"bag {path}: trajectory {pair.trajectory_id} (start "
-                              f"{pair.start:.3f} s) has no command on {command_topic}")
-        if len(pair.sim) < 2 or len(pair.real) < 2:
-            continue
-        trajectories.append(PandaTrajectory(pair.trajectory_id, pair.kind, plans[k],
-                                            pair.sim, pair.real))
+    trajectories = [pair for pair in recording.pairs if len(pair.sim) >= 2 and len(pair.real) >= 2]
     if not trajectories:
         raise KernelError(f"bag {path} has no trajectory with joint states of both robots")
     return trajectories, recording.label
@@ -222,18 +178,18 @@ def reference(plan: Any, times: np.ndarray) -> np.ndarray:
     return np.array([plan.sample(t - plan.start)[0] for t in times])
 
 
-def episode(trajectory: PandaTrajectory, stream: Any, layout: PandaLayout, step: float) -> Episode:
+def episode(trajectory: TrajectoryPair, stream: Any, layout: PandaLayout, step: float) -> Episode:
     """One robot's run of ``trajectory`` as an Episode (module docstring)."""
     idx = step_indices(stream.t, step)
     t = stream.t[idx]
-    q_ref = reference(trajectory.plan, t)
+    q_ref = reference(trajectory.command, t)
     states = layout.states(stream.q[idx], stream.qd[idx], stream.tau[idx])
     return Episode(states=states, actions=layout.actions(q_ref[:-1]),
                    rewards=layout.tracking_reward(q_ref[1:], stream.q[idx][1:]),
                    stamps=t[:, None].copy())
 
 
-def histories(trajectories: Sequence[PandaTrajectory], layout: PandaLayout, step: float
+def histories(trajectories: Sequence[TrajectoryPair], layout: PandaLayout, step: float
               ) -> tuple[History, History]:
     """H_sim and H_phy (eq. 4) of the given trajectories."""
     sim = History.from_episodes([episode(tr, tr.sim, layout, step) for tr in trajectories],
@@ -259,13 +215,13 @@ class Replay:
     kernels_used: set[int] = field(default_factory=set)
 
 
-def replay(robot: Any, trajectory: PandaTrajectory, layout: PandaLayout, step: float,
+def replay(robot: Any, trajectory: TrajectoryPair, layout: PandaLayout, step: float,
            manager: Optional[KernelManager] = None, settle: float = 2.0) -> Replay:
     """Run ``trajectory``'s command on ``robot`` (a panda_sim2real SimulatedRobot) with the kernel
     manager applied every step, or without (module docstring)."""
     idx = step_indices(trajectory.real.t, step)
     times = trajectory.real.t[idx]
-    plan = trajectory.plan
+    plan = trajectory.command
     robot.reset(plan.positions[0], t=plan.start - settle)
     robot.command(plan)
     robot.run_until(times[0])

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from sim2real_checks.yaml_files import read_yaml as read_yaml_file
+from sim2real_checks import read_yaml as read_yaml_file
 
 from kernel_manager_ros.errors import KernelError
 

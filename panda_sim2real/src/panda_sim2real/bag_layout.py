@@ -1,5 +1,5 @@
 """The pair bag's layout: topic names shared by the recorders (``pairs``, ``pair_runner``, the
-robot nodes) and the readers (``pair_bag``, ``joint_state_bag``). See panda_sim2real/README.md,
+robot nodes) and the readers (``pair_bag``, ``joint_state_bag``). See panda_pairs/README.md,
 "Bag layout"."""
 
 SIM_NS = "/sim"

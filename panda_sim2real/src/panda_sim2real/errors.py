@@ -26,12 +26,3 @@ class TrajectoryRejected(PandaError):
     def __init__(self, message: str, reason: str = "trajectory") -> None:
         super().__init__(message)
         self.reason = reason
-
-
-class BagError(PandaError):
-    """A bag is missing, corrupt, truncated, or lacks the topics a tool needs."""
-
-
-class RobotError(PandaError):
-    """The robot cannot be reached or used: unreachable address, another protocol version, no
-    real-time kernel where one is enforced, a lost connection, or a reflex that stopped it."""

@@ -9,11 +9,8 @@ stops it with one line before gzserver starts; it ends when gzserver ends."""
 from __future__ import annotations
 
 import rospy
-from sim2real_checks.node import run_node
-from sim2real_checks.params import number_param
-from sim2real_gazebo.errors import GazeboError
-from sim2real_gazebo.server_node import ServerNode, ServerParams
-from sim2real_gazebo.world import WorldConfig
+from sim2real_checks import number_param, run_node
+from sim2real_gazebo import GazeboError, ServerNode, ServerParams, WorldConfig
 
 from panda_sim2real.errors import PandaError
 from panda_sim2real.gazebo_model import gazebo_model

@@ -6,10 +6,9 @@ from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 import numpy as np
-from sim2real_checks.joint_state import JointBounds
+from sim2real_checks import JointBounds, read_yaml
 
 from panda_sim2real.errors import ConfigError
-from sim2real_checks.yaml_files import read_yaml
 
 MEASURED_POSITION_MARGIN = 0.1   # rad a measured joint may be past its limit (overshoot, sensing)
 MEASURED_RATE_FACTOR = 2.0       # a measured velocity or torque (a collision) may pass its limit

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import CONFIG_DIR
-from sim2real_checks.yaml_files import read_yaml
+from sim2real_checks import read_yaml
 
 DOF = 7
 SIM_CONFIG_FILE = os.path.join(CONFIG_DIR, "sim", "panda_sim.yaml")

@@ -28,13 +28,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
-from sim2real_checks.errors import Rejected
-from sim2real_checks.joint_state import JointStateSpec, check_joint_state
+from sim2real_checks import (GuardDiagnostics, JointStateSpec, Rejected, check_joint_state, flag_param,
+                             integer_param, mapping_param, node_guard, number_param, optional_number_param,
+                             run_node)
 
 from panda_sim2real.errors import ConfigError, PandaError, TrajectoryRejected
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.bag_layout import COMMAND, JOINT_STATES
 from panda_sim2real.robot import JointMeasurement

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from panda_sim2real.errors import ConfigError
-from sim2real_checks.yaml_files import read_yaml
+from sim2real_checks import read_yaml
 from panda_sim2real.limits import CONFIG_DIR, JointLimits
 from panda_sim2real.trajectory import PlannedTrajectory
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from panda_sim2real.kinematics import PandaKinematics
 
 DEFAULT_SETTINGS_FILE = os.path.join(CONFIG_DIR, "trajectories.yaml")
+FAST_MOVES_FILE = os.path.join(CONFIG_DIR, "fast_moves.yaml")   # short moves for tests, smoke runs
 KINDS = ("single", "multi", "cartesian")
 PLANES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 MIN_DISPLACEMENT = 0.05          # rad, smallest displacement of a moved joint

@@ -28,7 +28,7 @@ from panda_sim2real.trajectory import PlannedTrajectory
 from panda_sim2real.trajectory_generation import (GeneratorSettings, TrajectoryGenerator,
                                                  checked_start, minimum_jerk,
                                                  minimum_jerk_duration)
-from sim2real_checks.yaml_files import read_yaml
+from sim2real_checks import read_yaml
 
 DEFAULT_WORK_CYCLE_FILE = os.path.join(CONFIG_DIR, "work_cycle.yaml")
 TASK = "task"

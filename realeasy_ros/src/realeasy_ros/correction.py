@@ -25,14 +25,11 @@ import numpy as np
 import rosbag
 from sensor_msgs.msg import JointState
 
-from panda_sim2real.alignment import Progress
-from panda_sim2real.bag_layout import EVENT_START, EVENTS, JOINT_STATES, REALISTIC, SIM_NS, topic
-from panda_sim2real.errors import BagError
-from sim2real_checks.joint_state import InvalidJointState, JointStateLayout
-from sim2real_checks.outputs import atomic_path
+from panda_pairs import BAG_READ_ERRORS, BagError, Progress, unreadable_bag
+from panda_sim2real import EVENTS, EVENT_START, JOINT_STATES, REALISTIC, SIM_NS, topic
+from sim2real_checks import InvalidJointState, JointStateLayout, atomic_path
 from realeasy_ros.model import RealeasyModel
 from realeasy_ros.networks import PRECISE
-from panda_sim2real.joint_state_bag import BAG_READ_ERRORS, unreadable_bag
 
 SIM_TOPIC = topic(SIM_NS, JOINT_STATES)
 REALISTIC_TOPIC = topic(SIM_NS, REALISTIC)

@@ -7,7 +7,7 @@ The realtime model is evaluated as it runs live (Algorithm 2): during the first 
 steps of every trajectory the simulator's state is used unchanged, and these steps count.
 
 This module imports no torch at load time; the model is passed in. The per-joint MSE itself is
-:func:`panda_sim2real.metrics.per_joint_mse`, shared with the gap report.
+:func:`panda_pairs.metrics.per_joint_mse`, shared with the gap report.
 """
 from __future__ import annotations
 
@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
-from panda_sim2real.alignment import Progress
-from panda_sim2real.dataset import SPLITS, Dataset
-from panda_sim2real.errors import ConfigError
-from panda_sim2real.metrics import QUANTITIES, per_joint_mse  # noqa: F401 (re-exported)
+from panda_pairs import Dataset, Progress, QUANTITIES, SPLITS, per_joint_mse  # noqa: F401 (QUANTITIES re-exported)
+from panda_sim2real import ConfigError
 
 if TYPE_CHECKING:   # pragma: no cover - typing only, keeps torch out of the import
     from realeasy_ros.model import RealeasyModel

@@ -16,10 +16,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from panda_sim2real.errors import ConfigError
+from panda_sim2real import ConfigError
 from realeasy_ros.networks import PRECISE, REALTIME, ModelSpec, build_network
-from panda_sim2real.normalisation import JointLimitScaler
-from sim2real_checks.outputs import atomic_path
+from panda_pairs import JointLimitScaler
+from sim2real_checks import atomic_path
 
 FORMAT = "realeasy_ros/model"
 VERSION = 1

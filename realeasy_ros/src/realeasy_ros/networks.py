@@ -1,7 +1,7 @@
 """The Realeasy residual networks (paper 000 §IV-C) and the MSrE loss (§IV-A, eq. 9-10).
 
 Both networks read the normalised 21-dimensional state x_t = [q, qd, tau] of the simulation
-(see :mod:`panda_sim2real.normalisation`) and output the residual NN(x)_t, so that the corrected,
+(see :mod:`panda_pairs.normalisation`) and output the residual NN(x)_t, so that the corrected,
 "realistic" state is x_t + NN(x)_t.
 
 * ``precise`` (Algorithm 1): dropout on the input, bidirectional LSTM layers whose forward and

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from panda_sim2real.errors import ConfigError
+from panda_sim2real import ConfigError
 from realeasy_ros.networks import REALTIME
 from realeasy_ros.model import RealeasyModel
 

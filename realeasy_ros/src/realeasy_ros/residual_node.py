@@ -28,16 +28,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger, TriggerResponse
 
-from panda_sim2real.errors import PandaError
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import integer_param
-from panda_sim2real.limits import JointLimits
+from panda_sim2real import JointLimits, PandaError
+from sim2real_checks import Rejected, check_not_ahead, integer_param, mapping_param, node_guard, run_node
 from realeasy_ros.networks import REALTIME
 from realeasy_ros.model import load_model
 from realeasy_ros.residual_stream import InvalidJointState, LatencyStats, ResidualStream
-from sim2real_checks.diagnostics import node_guard
-from sim2real_checks.errors import Rejected
-from sim2real_checks.stamps import check_not_ahead
 
 MAX_STAMP_AHEAD = 10.0   # s a joint state may be stamped ahead of the node's clock
 INPUT = "joint_states"

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from sim2real_checks.joint_state import InvalidJointState, JointBounds, JointStateLayout
+from sim2real_checks import InvalidJointState, JointBounds, JointStateLayout
 from realeasy_ros.model import RealeasyModel
 from realeasy_ros.realtime import RealtimeResidual
 

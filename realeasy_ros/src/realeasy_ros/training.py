@@ -33,8 +33,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from panda_sim2real.dataset import Dataset
-from panda_sim2real.errors import ConfigError
+from panda_pairs import Dataset
+from panda_sim2real import ConfigError
 from realeasy_ros.networks import ARCHITECTURES, PRECISE, REALTIME, ModelSpec, build_network, \
     channel_weights, msre_loss
 from realeasy_ros.model import RealeasyModel

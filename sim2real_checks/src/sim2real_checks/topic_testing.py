@@ -1,6 +1,6 @@
 """For the packages' rostests: the listener harness. ``wait_for`` polls a condition (wall clock);
 ``TopicRecorder`` subscribes to topics and keeps every message with its receive time, thread-safe;
-``joint_state`` builds the sensor_msgs/JointState a test feeds a node. Imports without a master;
+``joint_state_message`` builds the sensor_msgs/JointState a test feeds a node. Imports without a master;
 only subscribing needs one."""
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class TopicRecorder:
             sub.unregister()
 
 
-def joint_state(stamp: float, names: Iterable[str], q: Iterable[float], qd: Iterable[float],
+def joint_state_message(stamp: float, names: Iterable[str], q: Iterable[float], qd: Iterable[float],
                 tau: Iterable[float]) -> JointState:
     """A JointState stamped ``stamp`` (s) with positions ``q``, velocities ``qd``, efforts ``tau``."""
     msg = JointState()

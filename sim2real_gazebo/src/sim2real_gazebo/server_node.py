@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import rospy
-from sim2real_checks.params import number_param
+from sim2real_checks import number_param
 
 from sim2real_gazebo.container import IMAGE, ContainerConfig, GzserverContainer
 from sim2real_gazebo.errors import GazeboError

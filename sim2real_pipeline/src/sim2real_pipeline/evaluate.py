@@ -11,7 +11,7 @@ from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
 from sim2real_pipeline.evaluation import (errors_of, load_datasets, mse, random_sets, task_replays,
                                           task_trajectories)
-from sim2real_checks.outputs import write_json
+from sim2real_checks import write_json
 
 from sim2real_pipeline.files import read_json
 from sim2real_pipeline.gate import decide_chain
@@ -25,8 +25,8 @@ def _correction(path: str, joint_names: tuple[str, ...],
                 step: float) -> Callable[[np.ndarray], np.ndarray]:
     """The Realeasy model's X -> X + NN(X) (paper 000 eq. 9); PipelineError if the model does not
     fit the data (joints, or a rate other than the streams', 1 / the kernel step)."""
-    from panda_sim2real.errors import PandaError
-    from realeasy_ros.model import load_model
+    from panda_sim2real import PandaError
+    from realeasy_ros import load_model
     try:
         model = load_model(path)
         model.check_compatible(joint_names, "the data set")
@@ -43,9 +43,9 @@ def evaluate(ctx: Context) -> StageRecord:
     and the test and Cartesian splits (figures). Task repeats: the same and the kernel stage,
     which sits on the identified simulator its histories came from (with Realeasy when the gate
     adopted it) and is gated against the stage adopted before it."""
-    from kernel_manager_ros.errors import KernelError
-    from kernel_manager_ros.kernel_file import load_kernels
-    from panda_sim2real.robot_config import SIM_CONFIG_FILE
+    from kernel_manager_ros import KernelError
+    from kernel_manager_ros import load_kernels
+    from panda_sim2real import SIM_CONFIG_FILE
 
     s = ctx.settings
     nominal, identified = load_datasets(ctx.output("split", "dataset"),

@@ -27,7 +27,7 @@ Errors = dict[str, list[float]]           # KEYS -> per-joint MSE
 
 def mse(pred: Sequence[np.ndarray], real: Sequence[np.ndarray]) -> Errors:
     """Per-joint MSE over all samples of the (T, 3 dof) [q, qd, tau] arrays."""
-    from panda_sim2real.metrics import per_joint_mse
+    from panda_pairs import per_joint_mse
     return per_joint_mse(np.concatenate(list(pred)), np.concatenate(list(real)))
 
 
@@ -58,8 +58,8 @@ class RandomSets:
 def load_datasets(nominal_path: str, identified_path: str) -> tuple[Any, Any]:
     """The nominal and the identified data sets (panda_sim2real Dataset); PipelineError if one
     is missing or corrupt."""
-    from panda_sim2real.dataset import Dataset
-    from panda_sim2real.errors import PandaError
+    from panda_pairs import Dataset
+    from panda_sim2real import PandaError
     try:
         return Dataset.load(nominal_path), Dataset.load(identified_path)
     except PandaError as exc:
@@ -113,11 +113,11 @@ class TaskReplays:
 
 
 def task_trajectories(bag: str) -> tuple[list[Any], Any, str]:
-    """The task repeats of a pair bag with their commands (kernel_manager_ros PandaTrajectory),
+    """The task repeats of a pair bag with their commands (panda_pairs TrajectoryPair),
     the Panda's state layout of config/panda_topics.yaml, and the robot's label."""
-    from kernel_manager_ros.panda import PANDA_TOPICS, PandaLayout, read_pair_trajectories
-    from kernel_manager_ros.state_spec import StateSpec
-    from panda_sim2real.limits import JointLimits
+    from kernel_manager_ros import PANDA_TOPICS, PandaLayout, read_pair_trajectories
+    from kernel_manager_ros import StateSpec
+    from panda_sim2real import JointLimits
     spec = StateSpec.from_yaml(PANDA_TOPICS)
     limits = JointLimits.from_yaml()
     trajectories, label = read_pair_trajectories(bag, spec, limits)
@@ -138,14 +138,14 @@ def task_replays(trajectories: Sequence[Any], layout: Any, step: float, settle: 
                  nominal_config: str, identified_config: str,
                  correct: Optional[Callable[[np.ndarray], np.ndarray]],
                  kernel_set: Any, chain: str, progress: bool) -> TaskReplays:
-    """Replay ``trajectories`` (kernel_manager_ros PandaTrajectory) for every task stage:
+    """Replay ``trajectories`` (panda_pairs TrajectoryPair) for every task stage:
     simulation, identified, ``chain`` (identified or identified+realeasy, the adopted stage
     before the kernels; with Realeasy when ``correct`` is given) and ``chain``+kernels."""
-    from kernel_manager_ros.manager import KernelManager
-    from kernel_manager_ros.panda import replay, step_indices
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.robot import SimulatedRobot
-    from panda_sim2real.robot_config import RobotConfig
+    from kernel_manager_ros import KernelManager
+    from kernel_manager_ros import replay, step_indices
+    from panda_sim2real import JointLimits
+    from panda_sim2real import SimulatedRobot
+    from panda_sim2real import RobotConfig
     from tqdm import tqdm
 
     limits = JointLimits.from_yaml()

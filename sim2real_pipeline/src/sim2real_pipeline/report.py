@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from sim2real_pipeline.evaluation import KEYS, ratios
-from sim2real_checks.outputs import save_figure
+from sim2real_checks import save_figure
 
 UNITS = {"position_mse": "rad²", "velocity_mse": "(rad/s)²", "torque_mse": "(N m)²"}
 QUANTITY = {"position_mse": "position", "velocity_mse": "velocity", "torque_mse": "torque"}

@@ -16,7 +16,7 @@ CONFIG_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..
 
 
 def default_reality_config() -> str:
-    from panda_sim2real.robot_config import REALITY_CONFIG_FILE
+    from panda_sim2real import REALITY_CONFIG_FILE
     return REALITY_CONFIG_FILE
 
 

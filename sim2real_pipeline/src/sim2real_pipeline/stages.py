@@ -17,14 +17,11 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
-
-import yaml
+from typing import Any, Callable
 
 from sim2real_pipeline.context import Context
 from sim2real_pipeline.errors import PipelineError
 from sim2real_pipeline.evaluation import task_trajectories
-from sim2real_checks.outputs import atomic_path
 
 from sim2real_pipeline.files import read_json
 from sim2real_pipeline.settings import PipelineSettings
@@ -41,17 +38,17 @@ def collect(ctx: Context) -> StageRecord:
         return StageRecord("collect", "", {"pairs": os.path.abspath(s.pairs_bag),
                                            "tasks": os.path.abspath(s.tasks_bag)},
                            {"recorded": True})
-    from panda_sim2real.errors import PandaError
-    from panda_sim2real.robot_config import RobotConfig
+    from panda_sim2real import PandaError
+    from panda_sim2real import RobotConfig
     try:
         label = RobotConfig.from_yaml(s.reality_config).label
     except PandaError as exc:
         raise PipelineError("collect", exc) from exc
     pairs, tasks = w.path("pairs.bag"), w.path("tasks.bag")
-    ctx.tool("collect", "panda_sim2real", "collect", "--trajectories", s.trajectories,
+    ctx.tool("collect", "panda_pairs", "collect", "--trajectories", s.trajectories,
              "--seed", s.seed, "--sim", s.sim, "--reality-config", s.reality_config, "--out", pairs,
              "--json", w.path("collect_pairs.json"))
-    ctx.tool("collect", "panda_sim2real", "collect", "--task-repeats", s.task_repeats,
+    ctx.tool("collect", "panda_pairs", "collect", "--task-repeats", s.task_repeats,
              "--seed", s.seed + 1, "--sim", s.sim, "--reality-config", s.reality_config, "--out", tasks,
              "--json", w.path("collect_tasks.json"))
     return StageRecord("collect", "", {"pairs": pairs, "tasks": tasks},
@@ -62,9 +59,9 @@ def collect(ctx: Context) -> StageRecord:
 
 def split(ctx: Context) -> StageRecord:
     """The random pairs' data set (aligned at 100 Hz) and its seeded split by trajectory."""
-    from panda_sim2real.dataset import Dataset
+    from panda_pairs import Dataset
     out = ctx.work.path("dataset_simulation.npz")
-    ctx.tool("split", "panda_sim2real", "dataset", "--bag", ctx.output("collect", "pairs"),
+    ctx.tool("split", "panda_pairs", "dataset", "--bag", ctx.output("collect", "pairs"),
              "--seed", ctx.settings.seed, "--out", out,
              "--json", ctx.work.path("dataset_simulation.json"))
     data = Dataset.load(out)
@@ -74,36 +71,28 @@ def split(ctx: Context) -> StageRecord:
 
 
 def identify(ctx: Context) -> StageRecord:
-    """diffnea_ros on the robot's stream of the training trajectories; the identified
-    simulator's config (URDF, friction, offsets, a stable physics rate)."""
-    from panda_sim2real.urdf_model import nominal_urdf_path
-    from sim2real_pipeline.identification_data import write_identification_data
+    """diffnea_ros on the robot's stream of the training trajectories (it reads the pair bag and
+    the split itself) and the identified simulator's config it writes (URDF, friction, offsets,
+    a stable physics rate; panda_sim2real's format)."""
+    from panda_sim2real import nominal_urdf_path
     s, w = ctx.settings, ctx.work
-    data = w.path("identification_data.npz")
-    figures = {"data": write_identification_data(ctx.output("collect", "pairs"),
-                                                 ctx.figures("split")["ids"][TRAIN], data)}
-    urdf, report = w.path("identified.urdf"), w.path("identify.json")
-    ctx.tool("identify", "diffnea_ros", "identify", "--data", data, "--urdf",
+    urdf, sim_config, report = w.path("identified.urdf"), w.path("identified_sim.yaml"), w.path("identify.json")
+    ctx.tool("identify", "diffnea_ros", "identify", "--pairs", ctx.output("collect", "pairs"),
+             "--split-from", ctx.output("split", "dataset"), "--split", TRAIN, "--urdf",
              nominal_urdf_path(), "--param", s.parametrisation, "--epochs", s.identify_epochs,
              "--seed", s.seed, *(["--friction"] if s.identify_friction else []),
-             *(["--offset"] if s.identify_offset else []), "--out", urdf, "--json", report)
+             *(["--offset"] if s.identify_offset else []),
+             *(["--physics-rate", s.identified_physics_rate] if s.identified_physics_rate else []),
+             "--out", urdf, "--sim-config", sim_config, "--json", report)
     result = read_json(report, "identify")
     check_identification(result, report)
-    figures.update({k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after",
-                                           "damping", "friction", "epochs", "seconds",
-                                           "samples")})
     names = result["joint_names"]
-    friction, offset = result.get("friction") or {}, result.get("torque_offset") or {}
-    joint = Joint(friction=[friction[n] for n in names] if friction else None,
-                  offset=[offset[n] for n in names] if offset else None)
-    sim_config = w.path("identified_sim.yaml")
-    rate = s.identified_physics_rate
-    if rate is None:
-        rate = stable_rate(urdf, joint, data)
-    figures.update(physics_rate=rate, torque_offset=joint.offset)
-    write_identified_config(urdf, rate, joint, sim_config)
-    return StageRecord("identify", "", {"urdf": urdf, "sim_config": sim_config, "data": data},
-                       figures)
+    offset = result.get("torque_offset") or {}
+    figures = {k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after", "damping",
+                                      "friction", "epochs", "seconds", "samples", "physics_rate")}
+    figures.update(data={"trajectories": result["trajectories"], "source": result["data"]},
+                   torque_offset=[offset[n] for n in names] if offset else None)
+    return StageRecord("identify", "", {"urdf": urdf, "sim_config": sim_config}, figures)
 
 
 def check_identification(result: dict[str, Any], source: str) -> None:
@@ -125,65 +114,6 @@ def check_identification(result: dict[str, Any], source: str) -> None:
                                         f"{source}")
 
 
-@dataclass(frozen=True)
-class Joint:
-    """What the identification found at the joints besides the URDF: the sigmoid friction
-    (phi1, phi2, phi3) and the torque sensor's offset [N m] per joint, in the joint order."""
-
-    friction: Optional[list[list[float]]] = None
-    offset: Optional[list[float]] = None
-
-
-def stable_rate(urdf: str, joint: Joint, data: str) -> float:
-    """The lowest physics rate at which the simulator's PID is stable on the identified model
-    (panda_sim2real.stability), over the identification data's configurations."""
-    import numpy as np
-    from panda_sim2real.errors import PandaError
-    from panda_sim2real.robot_config import RobotConfig
-    from panda_sim2real.stability import stable_physics_rate
-
-    config = RobotConfig.from_dict(identified_config(urdf, 1000.0, joint), "identified model")
-    with np.load(data) as npz:
-        q = npz["q"][::10]
-    try:
-        return stable_physics_rate(config, q)
-    except PandaError as exc:
-        raise PipelineError("identify", exc) from exc
-
-
-def identified_config(urdf: str, physics_rate: float, joint: Joint) -> dict[str, Any]:
-    """The simulator's configuration (panda_sim2real config/sim/panda_sim.yaml) with the
-    identified URDF (inertials, viscous damping), the identified sigmoid joint friction (the
-    simulator applies it like the robot's, Gaz et al.'s model), the identified torque offset (its
-    reported joint torques carry it, as the robot's sensor does; no noise) and the physics rate
-    it runs at; everything else as shipped."""
-    from panda_sim2real.robot_config import SIM_CONFIG_FILE
-    with open(SIM_CONFIG_FILE, encoding="utf-8") as f:
-        raw = yaml.safe_load(f)
-    raw.update(urdf=os.path.abspath(urdf), physics_rate=float(physics_rate),
-               label="simulation (identified)")
-    if joint.friction:
-        raw["friction"] = {name: [float(phi[k]) for phi in joint.friction]
-                           for k, name in enumerate(("phi1", "phi2", "phi3"))}
-    if joint.offset:
-        raw["torque_sensor"] = {"offset": [float(b) for b in joint.offset],
-                                "noise_std": [0.0] * len(joint.offset)}
-    return {k: v for k, v in raw.items() if v is not None}   # a launch file loads it: no null
-
-
-def write_identified_config(urdf: str, physics_rate: float, joint: Joint, out: str) -> None:
-    """Write :func:`identified_config` to ``out`` if the simulator accepts it."""
-    from panda_sim2real.robot_config import RobotConfig
-    raw = identified_config(urdf, physics_rate, joint)
-    text = ("# The simulator with the URDF identified by diffnea_ros (written by the pipeline;\n"
-            "# panda_sim2real config/sim/panda_sim.yaml otherwise).\n"
-            + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None))
-    with atomic_path(out) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        RobotConfig.from_yaml(tmp)      # refuse what the simulator would refuse
-
-
 def resimulate(ctx: Context) -> StageRecord:
     """Both bags' commands in the identified simulator, and the identified pairs' data set with
     the nominal one's split."""
@@ -192,13 +122,13 @@ def resimulate(ctx: Context) -> StageRecord:
     outputs = {}
     for name in ("pairs", "tasks"):
         outputs[name] = w.path(f"{name}_identified.bag")
-        ctx.tool("resimulate", "panda_sim2real", "resimulate", "--bag",
+        ctx.tool("resimulate", "panda_pairs", "resimulate", "--bag",
                  ctx.output("collect", name), "--sim-config", config, "--sim", s.sim, "--seed", s.seed,
                  "--out", outputs[name], "--json", w.path(f"resimulate_{name}.json"))
     # the same trajectories in the same splits as the nominal data set: Realeasy trains, and the
     # gate and the report measure, on the trajectories identification saw or did not see
     outputs["dataset"] = w.path("dataset_identified.npz")
-    ctx.tool("resimulate", "panda_sim2real", "dataset", "--bag", outputs["pairs"],
+    ctx.tool("resimulate", "panda_pairs", "dataset", "--bag", outputs["pairs"],
              "--splits-from", ctx.output("split", "dataset"), "--out", outputs["dataset"],
              "--json", w.path("dataset_identified.json"))
     return StageRecord("resimulate", "", outputs,
@@ -219,10 +149,10 @@ def realeasy(ctx: Context) -> StageRecord:
 def kernels(ctx: Context) -> StageRecord:
     """paper 001 Algorithm 1 on the training task repeats: H_sim from the identified simulator,
     H_phy from the robot (kernel_manager_ros.panda)."""
-    from kernel_manager_ros.errors import KernelError
-    from kernel_manager_ros.generation import GenerationConfig, generate_kernels
-    from kernel_manager_ros.kernel_file import save_kernels
-    from kernel_manager_ros.panda import histories
+    from kernel_manager_ros import KernelError
+    from kernel_manager_ros import GenerationConfig, generate_kernels
+    from kernel_manager_ros import save_kernels
+    from kernel_manager_ros import histories
 
     s, k = ctx.settings, ctx.settings.kernels
     try:
@@ -273,8 +203,8 @@ def _file_text(path: str) -> str:
 def _collect_settings(s: PipelineSettings) -> dict[str, Any]:
     """What the collected data depend on: the recorded bags (path, size, time), or the
     settings and every configuration file collect reads."""
-    from panda_sim2real.robot_config import SIM_CONFIG_FILE
-    from panda_sim2real.work_cycle import DEFAULT_WORK_CYCLE_FILE
+    from panda_sim2real import SIM_CONFIG_FILE
+    from panda_sim2real import DEFAULT_WORK_CYCLE_FILE
     if s.recorded:
         bags = [os.path.abspath(p) for p in (s.pairs_bag, s.tasks_bag)]
         return {"bags": bags, "stat": [(os.path.getsize(p), os.path.getmtime(p)) for p in bags]}

@@ -2,10 +2,11 @@
 
 Each step is the command a user runs by hand (``rosrun <package> <tool> ...``): the pipeline
 shows its progress bar, records the command line, and turns a failure into a PipelineError whose
-cause is the tool's own one-line ``error: ...`` message.
+cause is the tool's own one-line ``PROG: error: ...`` message.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
@@ -49,11 +50,15 @@ def run_tool(stage: str, argv: Sequence[str], quiet: bool = False) -> None:
                                    f"{_cause(tail)}")
 
 
+ERROR_LINE = re.compile(r"^(?:[\w.-]+: )?error: (.*)$")   # sim2real_checks.cli: "PROG: error: MESSAGE"
+
+
 def _cause(lines: Sequence[str]) -> str:
-    """The tool's ``error: ...`` line, else its last line of output."""
+    """The message of the tool's ``PROG: error: MESSAGE`` line, else its last line of output."""
     for line in reversed(lines):
-        if line.startswith("error:"):
-            return line[len("error:"):].strip()
+        match = ERROR_LINE.match(line.strip())
+        if match:
+            return match.group(1).strip()
     for line in reversed(lines):
         if "Error" in line or "error" in line:
             return line.strip()

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from sim2real_checks.outputs import write_json
+from sim2real_checks import write_json
 
 
 

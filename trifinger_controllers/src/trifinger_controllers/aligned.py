@@ -28,6 +28,7 @@ from trifinger_controllers.controllers.cic import fit_to_limit, impedance_torque
 from trifinger_controllers.grasps import GraspError
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import CUBE_WIDTH, N_FINGERS, N_JOINTS, PHYSICS_RATE, CubePose, Observation
+from trifinger_controllers.errors import TrifingerError
 
 #: The primitives' rate [Hz] (all three are 100 Hz controllers).
 PRIMITIVE_RATE_HZ = 100.0
@@ -79,11 +80,11 @@ class AlignmentConfig:
                     "flip_timeout", "yaw_timeout", "max_seconds"):
             value = getattr(self, key)
             if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"alignment: {key} must be positive and finite, got {value!r}")
+                raise TrifingerError(f"alignment: {key} must be positive and finite, got {value!r}")
         if self.max_turn_deg > 90.0:
-            raise ValueError(f"alignment: max_turn_deg must be at most 90, got {self.max_turn_deg!r}")
+            raise TrifingerError(f"alignment: max_turn_deg must be at most 90, got {self.max_turn_deg!r}")
         if int(self.max_primitives) < 0:
-            raise ValueError(f"alignment: max_primitives must be >= 0, got {self.max_primitives!r}")
+            raise TrifingerError(f"alignment: max_primitives must be >= 0, got {self.max_primitives!r}")
 
     @classmethod
     def for_policy(cls, name: str, **overrides: float) -> "AlignmentConfig":

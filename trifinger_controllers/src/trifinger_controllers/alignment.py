@@ -47,6 +47,7 @@ from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.task import RESTING_HEIGHT
 from trifinger_controllers.types import CUBE_WIDTH, N_FINGERS, CubePose, Observation
+from trifinger_controllers.errors import TrifingerError
 
 HALF_WIDTH = CUBE_WIDTH / 2
 #: The workspace centre for a resting cube.
@@ -87,7 +88,7 @@ class SlideToCentre(CartesianImpedanceController):
         if target is not None:
             self.target[:2] = np.asarray(target, dtype=float)
         if self.target.shape != (3,) or not np.all(np.isfinite(self.target)):
-            raise ValueError(f"slide target must be a finite (x, y), got {target!r}")
+            raise TrifingerError(f"slide target must be a finite (x, y), got {target!r}")
         self.done = False
 
     def _to_centre(self, observation: Observation) -> Observation:
@@ -138,7 +139,7 @@ class YawRotation(CartesianImpedanceController):
                  kinematics: Optional[FingerKinematics] = None, lift: float = 0.004,
                  rate: float = 0.4, tolerance: float = np.deg2rad(8.0)) -> None:
         if not np.isfinite(angle) or abs(angle) > np.pi:
-            raise ValueError(f"yaw angle must be finite and within +-pi, got {angle}")
+            raise TrifingerError(f"yaw angle must be finite and within +-pi, got {angle}")
         params = (params or CIC_PARAMETERS).replace(lift_height=float(lift))
         super().__init__(grasp, params, kinematics, level=3)
         self.angle = float(angle)
@@ -235,7 +236,7 @@ class Flip(Controller):
 
     def __init__(self, face: Optional[int] = None, kinematics: Optional[FingerKinematics] = None) -> None:
         if face is not None and face not in range(6):
-            raise ValueError(f"face must be one of 0..5 (cube.FACE_NORMALS order), got {face}")
+            raise TrifingerError(f"face must be one of 0..5 (cube.FACE_NORMALS order), got {face}")
         self.face = face
         self.kin = kinematics if kinematics is not None else FingerKinematics()
         self.done = False
@@ -246,7 +247,7 @@ class Flip(Controller):
         side = [f for f in range(6) if abs(normals[f][2]) < 0.5]
         if self.face is not None:
             if self.face not in side:
-                raise ValueError(f"face {self.face} is not a side face of the resting cube")
+                raise TrifingerError(f"face {self.face} is not a side face of the resting cube")
             face = self.face
             pusher = int(np.argmax(grasps.FINGER_DIRECTIONS @ normals[face]))
         else:

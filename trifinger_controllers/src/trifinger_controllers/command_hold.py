@@ -25,6 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from trifinger_controllers.types import TORQUE_LIMIT, RobotState
+from trifinger_controllers.errors import TrifingerError
 
 HOLD = "hold"
 RESUME = "resume"
@@ -52,7 +53,7 @@ class CommandWatchdog:
 
     def __init__(self, timeout_steps: int) -> None:
         if timeout_steps < 1:
-            raise ValueError(f"timeout_steps must be >= 1, got {timeout_steps}")
+            raise TrifingerError(f"timeout_steps must be >= 1, got {timeout_steps}")
         self.timeout_steps = int(timeout_steps)
         self.hold: Optional[Hold] = None
         self.last: Optional[Hold] = None       # the newest hold, also once it has ended

@@ -20,9 +20,7 @@ import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
-from sim2real_checks.diagnostics import node_guard
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import flag_param, integer_param, number_param
+from sim2real_checks import flag_param, integer_param, mapping_param, node_guard, number_param, run_node
 
 from trifinger_controllers import message_checks as mc
 from trifinger_controllers import ros_conversions as rc

@@ -14,6 +14,7 @@ from typing import Tuple
 import numpy as np
 
 from trifinger_controllers.types import CUBE_WIDTH, CubePose
+from trifinger_controllers.errors import TrifingerError
 
 HALF_WIDTH = CUBE_WIDTH / 2
 #: Outward face normals in the cube frame (faces +x, -x, +y, -y, +z, -z).
@@ -38,7 +39,7 @@ def normalize(q: np.ndarray) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     n = np.linalg.norm(q, axis=-1, keepdims=True)
     if np.any(n < 1e-12):
-        raise ValueError("zero quaternion")
+        raise TrifingerError("zero quaternion")
     return q / n
 
 

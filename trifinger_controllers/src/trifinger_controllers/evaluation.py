@@ -30,6 +30,7 @@ from trifinger_controllers.physics import PhysicsRandomisation
 from trifinger_controllers.platform import SimulatedPlatform
 from trifinger_controllers.pose_filter import ObservationFilter, PoseFilterConfig
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, CubePose
+from trifinger_controllers.errors import TrifingerError
 
 LOG = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ def control_period(controller: Controller) -> int:
     """Physics steps between two controller calls (``1000 / rate_hz``, at least 1)."""
     rate = float(controller.rate_hz)
     if not rate > 0:
-        raise ValueError(f"{controller.name}: rate_hz must be positive, got {rate}")
+        raise TrifingerError(f"{controller.name}: rate_hz must be positive, got {rate}")
     return max(1, int(round(PHYSICS_RATE / rate)))
 
 
@@ -139,7 +140,7 @@ def run_episode(
     task.check_level(level)
     task.check_goal(goal)
     if not seconds > 0:
-        raise ValueError(f"episode length must be positive, got {seconds} s")
+        raise TrifingerError(f"episode length must be positive, got {seconds} s")
     kinematics = kinematics or FingerKinematics()
     total_steps = int(round(seconds * PHYSICS_RATE))
     period = control_period(controller)
@@ -299,7 +300,7 @@ def evaluate(
     (``config/perception.yaml``), ``physics`` to the randomisation of
     ``config/physics_randomisation.yaml``, both seeded by the trial."""
     if trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
+        raise TrifingerError(f"trials must be >= 1, got {trials}")
     specs = episode_specs(level, trials, seed, orientation_error_deg, goal)
     perception = perception if perception is not None else PerceptionConfig.from_yaml()
     physics = physics if physics is not None else PhysicsRandomisation.from_yaml()

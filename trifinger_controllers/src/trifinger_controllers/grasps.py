@@ -89,15 +89,15 @@ class Grasp:
         points = np.asarray(self.contact_points, dtype=float)
         normals = np.asarray(self.normals, dtype=float)
         if points.shape != (N_FINGERS, 3) or normals.shape != (N_FINGERS, 3):
-            raise ValueError(
+            raise TrifingerError(
                 f"grasp {self.name!r}: points and normals must have shape (3, 3), got"
                 f" {points.shape} and {normals.shape}"
             )
         if not (np.all(np.isfinite(points)) and np.all(np.isfinite(normals))):
-            raise ValueError(f"grasp {self.name!r}: non-finite contact points or normals")
+            raise TrifingerError(f"grasp {self.name!r}: non-finite contact points or normals")
         norms = np.linalg.norm(normals, axis=1)
         if np.any(norms < 1e-9):
-            raise ValueError(f"grasp {self.name!r}: zero normal")
+            raise TrifingerError(f"grasp {self.name!r}: zero normal")
         object.__setattr__(self, "contact_points", points)
         object.__setattr__(self, "normals", normals / norms[:, None])
 
@@ -139,9 +139,9 @@ def contact_wrenches(
     points = np.asarray(points, dtype=float)
     normals = np.asarray(normals, dtype=float)
     if points.ndim != 2 or points.shape[1] != 3 or normals.shape != points.shape:
-        raise ValueError(f"points and normals must be (k, 3) arrays, got {points.shape}, {normals.shape}")
+        raise TrifingerError(f"points and normals must be (k, 3) arrays, got {points.shape}, {normals.shape}")
     if mu < 0 or edges < 3:
-        raise ValueError(f"need mu >= 0 and at least 3 cone edges, got mu={mu}, edges={edges}")
+        raise TrifingerError(f"need mu >= 0 and at least 3 cone edges, got mu={mu}, edges={edges}")
     scale = max(float(np.max(np.linalg.norm(points, axis=1))), 1e-6)
     angles = 2 * np.pi * np.arange(edges) / edges
     wrenches = []
@@ -245,7 +245,7 @@ def surface_point(direction: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     d = np.asarray(direction, dtype=float)
     axis = int(np.argmax(np.abs(d)))
     if abs(d[axis]) < 1e-12:
-        raise ValueError("zero ray direction")
+        raise TrifingerError("zero ray direction")
     point = d * (HALF_WIDTH / abs(d[axis]))
     normal = np.zeros(3)
     normal[axis] = -np.sign(d[axis])
@@ -613,7 +613,7 @@ def sample_force_closure_grasps(
     on is never used and fingers are assigned by :func:`assign_fingers` (with ``kinematics``:
     unreachable grasps are dropped); without it the finger order is as drawn."""
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise TrifingerError(f"n must be >= 0, got {n}")
     allowed = list(range(6))
     if cube_pose is not None:
         up_normals = cube.rotate(cube_pose.orientation, cube.FACE_NORMALS)[:, 2]
@@ -677,7 +677,7 @@ def make_grasp(name: str, cube_pose: CubePose, goal: Optional[CubePose] = None,
     try:
         strategy = STRATEGIES[name]
     except KeyError:
-        raise ValueError(f"unknown grasp {name!r}: expected one of {sorted(STRATEGIES)}") from None
+        raise TrifingerError(f"unknown grasp {name!r}: expected one of {sorted(STRATEGIES)}") from None
     return strategy(cube_pose, goal, kinematics, level=level)
 
 
@@ -686,7 +686,7 @@ def grasp_source(name: str, kinematics: Optional[FingerKinematics] = None,
     """A callable ``observation -> Grasp`` choosing grasp ``name`` for the observed cube and goal
     when an episode starts (what the controllers call in ``reset``; validates ``name`` now)."""
     if name not in STRATEGIES:
-        raise ValueError(f"unknown grasp {name!r}: expected one of {sorted(STRATEGIES)}")
+        raise TrifingerError(f"unknown grasp {name!r}: expected one of {sorted(STRATEGIES)}")
 
     def choose(observation: Observation) -> Grasp:
         return make_grasp(name, observation.cube, observation.goal, kinematics, level)

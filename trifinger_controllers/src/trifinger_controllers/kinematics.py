@@ -23,6 +23,7 @@ import pinocchio
 import robot_properties_fingers
 
 from trifinger_controllers.types import JOINT_LOWER, JOINT_UPPER, N_FINGERS, N_JOINTS
+from trifinger_controllers.errors import TrifingerError
 
 #: URDF of the TriFinger Pro inside robot_properties_fingers (as trifinger_simulation's
 #: ``finger_types_data["trifingerpro"]``).
@@ -56,10 +57,10 @@ class FingerKinematics:
         self.data = self.model.createData()          # kinematics workspace (cached per q)
         self._dynamics_data = self.model.createData()  # gravity / mass matrix workspace
         if self.model.nq != N_JOINTS or self.model.nv != N_JOINTS:
-            raise ValueError(f"{path}: expected {N_JOINTS} joints, got nq={self.model.nq}")
+            raise TrifingerError(f"{path}: expected {N_JOINTS} joints, got nq={self.model.nq}")
         order = [self.model.joints[self.model.getJointId(n)].idx_q for n in JOINT_NAMES]
         if order != list(range(N_JOINTS)):
-            raise ValueError(f"{path}: unexpected joint order {order}")
+            raise TrifingerError(f"{path}: unexpected joint order {order}")
         self.tip_frame_ids = [self.model.getFrameId(name) for name in TIP_FRAMES]
         self.knee_frame_ids = [self.model.getFrameId(name) for name in KNEE_FRAMES]
         self._q_cached: Optional[np.ndarray] = None
@@ -80,7 +81,7 @@ class FingerKinematics:
             return
         q = np.asarray(q, dtype=float)
         if q.shape != (N_JOINTS,):
-            raise ValueError(f"joint positions must have shape (9,), got {q.shape}")
+            raise TrifingerError(f"joint positions must have shape (9,), got {q.shape}")
         pinocchio.computeJointJacobians(self.model, self.data, q)
         pinocchio.updateFramePlacements(self.model, self.data)
         self._q_cached = q.copy()
@@ -153,7 +154,7 @@ class FingerKinematics:
         """
         targets = np.asarray(targets, dtype=float)
         if targets.shape != (N_FINGERS, 3):
-            raise ValueError(f"IK targets must have shape (3, 3), got {targets.shape}")
+            raise TrifingerError(f"IK targets must have shape (3, 3), got {targets.shape}")
         q = self.clip_to_limits(np.asarray(self.initial_position if q0 is None else q0, dtype=float))
         eye = (damping ** 2) * np.eye(3)
         for _ in range(iterations):

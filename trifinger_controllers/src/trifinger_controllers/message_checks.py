@@ -34,10 +34,8 @@ from typing import Any
 
 import genpy
 import numpy as np
-from sim2real_checks.errors import Rejected
-from sim2real_checks import stamps
-from sim2real_checks.joint_state import JointBounds, JointStateSpec, check_joint_state
-from sim2real_checks.pose import check_pose
+from sim2real_checks import JointBounds, JointStateSpec, Rejected, check_joint_state, check_pose
+from sim2real_checks import check_not_ahead as check_stamp_not_ahead
 
 from trifinger_controllers.ros_conversions import JOINT_NAMES, WORLD_FRAME, stamp_seconds, step_of
 from trifinger_controllers.types import (JOINT_LOWER, JOINT_UPPER, N_JOINTS, TORQUE_LIMIT,
@@ -118,4 +116,4 @@ def object_pose_from_msg(msg: Any) -> CubePose:
 
 def check_not_ahead(stamp: genpy.Time, now: genpy.Time, what: str) -> None:
     """Rejected (``stamp``) if ``stamp`` is more than MAX_STAMP_AHEAD after ``now``."""
-    stamps.check_not_ahead(stamp.to_sec(), now.to_sec(), MAX_STAMP_AHEAD, what)
+    check_stamp_not_ahead(stamp.to_sec(), now.to_sec(), MAX_STAMP_AHEAD, what)

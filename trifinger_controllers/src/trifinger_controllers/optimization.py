@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Seque
 import numpy as np
 
 from trifinger_controllers.params import ParameterSet
+from trifinger_controllers.errors import ConfigurationError
 
 if TYPE_CHECKING:  # torch and BoTorch are imported when BO runs: importing this module is cheap
     import torch
@@ -204,13 +205,13 @@ def optimise(
     import torch
 
     if iterations < 0:
-        raise ValueError(f"iterations must be >= 0, got {iterations}")
+        raise ConfigurationError(f"iterations must be >= 0, got {iterations}")
     if initial < 2:
-        raise ValueError(f"initial must be >= 2 random points, got {initial}")
+        raise ConfigurationError(f"initial must be >= 2 random points, got {initial}")
     names = list(space.names if names is None else names)
     unknown = [n for n in names if n not in space.names]
     if unknown or not names or len(set(names)) != len(names):
-        raise ValueError(f"{space.name}: the parameters to search must be distinct names of "
+        raise ConfigurationError(f"{space.name}: the parameters to search must be distinct names of "
                          f"{', '.join(space.names)}; got {', '.join(names) or 'none'}")
     index = [space.names.index(n) for n in names]
     d = len(names)
@@ -233,7 +234,7 @@ def optimise(
         t0 = time.perf_counter()
         value = float(objective(params))
         if not math.isfinite(value):
-            raise ValueError(f"objective is not finite ({value}) for {params}")
+            raise ConfigurationError(f"objective is not finite ({value}) for {params}")
         # the point actually evaluated (integers rounded, values clipped) is what the GP sees
         u_eval = params.to_vector()[index]
         evaluations.append(Evaluation(len(evaluations), kind, u_eval.tolist(), params.to_dict(),
@@ -296,7 +297,7 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
     Returns the re-scored candidates, best training objective first (the incumbent last), and the
     position of the chosen one in that list."""
     if top < 1:
-        raise ValueError(f"top must be >= 1, got {top}")
+        raise ConfigurationError(f"top must be >= 1, got {top}")
     ranked: List[Evaluation] = []
     for e in sorted(evaluations, key=lambda e: e.objective, reverse=True):
         if all(e.values != r.values for r in ranked):
@@ -304,7 +305,7 @@ def validate(evaluations: Sequence[Evaluation], objective: Objective, space: Par
         if len(ranked) == top:
             break
     if not ranked:
-        raise ValueError("no candidates to validate")
+        raise ConfigurationError("no candidates to validate")
 
     def score(index: int, values: Mapping[str, float], train: Optional[float]) -> Validated:
         value = float(objective(space.from_dict(values)))
@@ -348,11 +349,11 @@ class ControllerObjective:
         from trifinger_controllers.evaluation import episode_specs
 
         if episodes < 1:
-            raise ValueError(f"episodes must be >= 1, got {episodes}")
+            raise ConfigurationError(f"episodes must be >= 1, got {episodes}")
         if not seconds > 0:
-            raise ValueError(f"episode length must be positive, got {seconds} s")
+            raise ConfigurationError(f"episode length must be positive, got {seconds} s")
         if metric not in OBJECTIVE_METRICS:
-            raise ValueError(f"unknown metric {metric!r}: expected one of {', '.join(OBJECTIVE_METRICS)}")
+            raise ConfigurationError(f"unknown metric {metric!r}: expected one of {', '.join(OBJECTIVE_METRICS)}")
         default_parameters(controller)  # unknown controller -> ValueError now, not after a run
         episode_specs(level, 1, seed, orientation_error_deg)  # bad level / error -> ValueError
         self.controller = controller
@@ -364,7 +365,7 @@ class ControllerObjective:
         self.metric = metric
         self.orientation_error_deg = orientation_error_deg
         if not (np.isfinite(drop_penalty) and drop_penalty >= 0):
-            raise ValueError(f"drop_penalty must be >= 0, got {drop_penalty}")
+            raise ConfigurationError(f"drop_penalty must be >= 0, got {drop_penalty}")
         self.drop_penalty = float(drop_penalty)
         if options is None:
             from trifinger_controllers.sim_options import SimOptions

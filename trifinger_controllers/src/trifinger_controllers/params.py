@@ -29,6 +29,7 @@ import numpy as np
 import yaml
 
 from trifinger_controllers.yaml_files import read_yaml
+from trifinger_controllers.errors import ConfigurationError
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,11 @@ class Parameter:
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
-            raise ValueError(f"parameter name {self.name!r} is not an identifier")
+            raise ConfigurationError(f"parameter name {self.name!r} is not an identifier")
         if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
-            raise ValueError(f"parameter {self.name}: invalid interval [{self.low}, {self.high}]")
+            raise ConfigurationError(f"parameter {self.name}: invalid interval [{self.low}, {self.high}]")
         if self.log and self.low <= 0:
-            raise ValueError(f"parameter {self.name}: a log-scale interval must be positive")
+            raise ConfigurationError(f"parameter {self.name}: a log-scale interval must be positive")
         self.check(self.default)
 
     @property
@@ -60,12 +61,12 @@ class Parameter:
     def check(self, value: object) -> float:
         """``value`` as a float if it is a number inside the interval, else ValueError."""
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ValueError(f"parameter {self.name}: {value!r} is not a number (interval {self.interval})")
+            raise ConfigurationError(f"parameter {self.name}: {value!r} is not a number (interval {self.interval})")
         value = float(value)
         if not (self.low <= value <= self.high):  # also rejects NaN
-            raise ValueError(f"parameter {self.name}: {value:g} outside its interval {self.interval}")
+            raise ConfigurationError(f"parameter {self.name}: {value:g} outside its interval {self.interval}")
         if self.integer and value != round(value):
-            raise ValueError(f"parameter {self.name}: {value:g} is not an integer")
+            raise ConfigurationError(f"parameter {self.name}: {value:g} is not an integer")
         return value
 
     def to_unit(self, value: float) -> float:
@@ -97,7 +98,7 @@ class ParameterSet:
         names = [p.name for p in self.parameters]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(f"{name}: duplicate parameters {duplicates}")
+            raise ConfigurationError(f"{name}: duplicate parameters {duplicates}")
         self._by_name: Dict[str, Parameter] = {p.name: p for p in self.parameters}
         self._values: Dict[str, float] = {p.name: float(p.default) for p in self.parameters}
         if values:
@@ -145,10 +146,11 @@ class ParameterSet:
     # ----------------------------------------------------------------------------- validation
     def _validated(self, values: Mapping[str, object]) -> Dict[str, float]:
         if not isinstance(values, Mapping):
-            raise ValueError(f"{self.name} parameters must be a mapping name: value, got {type(values).__name__}")
+            raise ConfigurationError(f"{self.name} parameters must be a mapping name: value, "
+                                     f"got {type(values).__name__}")
         unknown = [k for k in values if k not in self._by_name]
         if unknown:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: unknown parameter {', '.join(map(repr, unknown))}"
                 f" (known: {', '.join(self.names)})"
             )
@@ -178,13 +180,13 @@ class ParameterSet:
         user's BO search space); defaults and values are clipped into the new intervals."""
         unknown = [k for k in intervals if k not in self._by_name]
         if unknown:
-            raise ValueError(f"{self.name}: unknown parameter {', '.join(map(repr, unknown))}")
+            raise ConfigurationError(f"{self.name}: unknown parameter {', '.join(map(repr, unknown))}")
         parameters = []
         values = {}
         for p in self.parameters:
             low, high = (float(x) for x in intervals.get(p.name, (p.low, p.high)))
             if not low < high:
-                raise ValueError(f"parameter {p.name}: invalid interval [{low:g}, {high:g}]")
+                raise ConfigurationError(f"parameter {p.name}: invalid interval [{low:g}, {high:g}]")
             parameters.append(Parameter(p.name, min(max(p.default, low), high), low, high, p.doc, p.log,
                                         p.integer))
             values[p.name] = min(max(self._values[p.name], low), high)
@@ -199,9 +201,10 @@ class ParameterSet:
         """A copy with values from a point of ``[0, 1]^d`` (clipped into it)."""
         u = np.asarray(u, dtype=float).reshape(-1)
         if u.shape != (len(self.parameters),):
-            raise ValueError(f"{self.name}: expected a vector of {len(self.parameters)} values, got {u.shape[0]}")
+            raise ConfigurationError(f"{self.name}: expected a vector of {len(self.parameters)} values, "
+                                     f"got {u.shape[0]}")
         if not np.all(np.isfinite(u)):
-            raise ValueError(f"{self.name}: non-finite vector {u.tolist()}")
+            raise ConfigurationError(f"{self.name}: non-finite vector {u.tolist()}")
         return ParameterSet(self.name, self.parameters,
                             {p.name: p.from_unit(x) for p, x in zip(self.parameters, u)})
 
@@ -214,14 +217,14 @@ class ParameterSet:
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
-            raise ValueError(f"{source}: expected a mapping 'name: value', got {type(data).__name__}")
+            raise ConfigurationError(f"{source}: expected a mapping 'name: value', got {type(data).__name__}")
         # PyYAML (YAML 1.1) reads exponents without a dot, e.g. 1e-3, as strings (so does
         # rosparam's loader)
         data = {k: _yaml_number(v) for k, v in data.items()}
         try:
             return self.from_dict(data)
         except ValueError as error:
-            raise ValueError(f"{source}: {error}") from None
+            raise ConfigurationError(f"{source}: {error}") from None
 
     def load_yaml(self, path: "os.PathLike[str] | str") -> "ParameterSet":
         """A copy with the values of the YAML file ``path``: read, then :meth:`from_mapping`

@@ -35,6 +35,7 @@ import numpy as np
 from trifinger_controllers import cube
 from trifinger_controllers.types import CubePose
 from trifinger_controllers.yaml_files import read_mapping
+from trifinger_controllers.errors import ConfigurationError
 
 #: The package's configuration directory (``config/`` next to ``src/``).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
@@ -84,10 +85,10 @@ class PerceptionConfig:
         for key, ok in checks.items():
             value = getattr(self, key)
             if not ok or not np.all(np.isfinite(np.asarray(value, dtype=float))):
-                raise ValueError(f"perception config {self.name!r}: invalid {key} {value!r}")
+                raise ConfigurationError(f"perception config {self.name!r}: invalid {key} {value!r}")
         burst = self.miss_burst_images
         if self.miss_rate > burst / (burst + 1.0):   # P(miss | detected) would exceed 1
-            raise ValueError(f"perception config {self.name!r}: miss_rate {self.miss_rate} is not"
+            raise ConfigurationError(f"perception config {self.name!r}: miss_rate {self.miss_rate} is not"
                              f" reachable with runs of {burst} images on average (at most"
                              f" {burst / (burst + 1.0):.3f})")
         object.__setattr__(self, "confidence_range", tuple(float(c) for c in self.confidence_range))
@@ -113,15 +114,15 @@ class PerceptionConfig:
         onto trifinger_sim's ``~camera``): each parameter as ``{value: ..., source: "..."}`` (or a
         bare value); ValueError naming ``source`` on a missing, unknown or invalid entry."""
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a mapping (the perception config)")
+            raise ConfigurationError(f"{source}: expected a mapping (the perception config)")
         known = {f.name for f in fields(cls)} - {"sources"}
         values, sources = {}, {}
         for key, entry in data.items():
             if key not in known:
-                raise ValueError(f"{source}: unknown perception parameter {key!r} (known: {sorted(known)})")
+                raise ConfigurationError(f"{source}: unknown perception parameter {key!r} (known: {sorted(known)})")
             if isinstance(entry, dict):
                 if "value" not in entry:
-                    raise ValueError(f"{source}: {key} has no 'value'")
+                    raise ConfigurationError(f"{source}: {key} has no 'value'")
                 values[key], sources[key] = entry["value"], str(entry.get("source", ""))
             else:
                 values[key] = entry
@@ -130,7 +131,7 @@ class PerceptionConfig:
                 values["confidence_range"] = tuple(values["confidence_range"])
             return cls(**values, sources=sources)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{source}: {error}") from None
+            raise ConfigurationError(f"{source}: {error}") from None
 
     @classmethod
     def named(cls, name: str) -> "PerceptionConfig":

@@ -16,6 +16,7 @@ import numpy as np
 
 from trifinger_controllers.perception import CONFIG_DIR
 from trifinger_controllers.yaml_files import read_mapping
+from trifinger_controllers.errors import ConfigurationError
 
 DEFAULT_CONFIG = CONFIG_DIR / "physics_randomisation.yaml"
 Range = Tuple[float, float]
@@ -46,7 +47,7 @@ class PhysicsRandomisation:
         for key in ("cube_mass_scale", "cube_friction_scale", "floor_friction_scale"):
             value = tuple(float(v) for v in getattr(self, key))
             if len(value) != 2 or not (np.all(np.isfinite(value)) and 0.0 < value[0] <= value[1] <= 10.0):
-                raise ValueError(f"physics randomisation {self.name!r}: invalid {key} {value!r}"
+                raise ConfigurationError(f"physics randomisation {self.name!r}: invalid {key} {value!r}"
                                  " (expected [low, high] with 0 < low <= high <= 10)")
             object.__setattr__(self, key, value)
 
@@ -64,17 +65,17 @@ class PhysicsRandomisation:
         """The ranges in the mapping ``data`` (a file's content, or the mapping a launch file
         loaded onto trifinger_sim's ``~physics``); ValueError naming ``source``."""
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a mapping (the physics randomisation)")
+            raise ConfigurationError(f"{source}: expected a mapping (the physics randomisation)")
         known = ("cube_mass_scale", "cube_friction_scale", "floor_friction_scale")
         for key, value in data.items():
             if key not in known:
-                raise ValueError(f"{source}: unknown physics parameter {key!r} (known: {list(known)})")
+                raise ConfigurationError(f"{source}: unknown physics parameter {key!r} (known: {list(known)})")
             if not (isinstance(value, (list, tuple)) and len(value) == 2):
-                raise ValueError(f"{source}: {key} must be [low, high], got {value!r}")
+                raise ConfigurationError(f"{source}: {key} must be [low, high], got {value!r}")
         try:
             return cls(**{k: tuple(v) for k, v in data.items()})
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{source}: {error}") from None
+            raise ConfigurationError(f"{source}: {error}") from None
 
     @classmethod
     def named(cls, name: str) -> "PhysicsRandomisation":

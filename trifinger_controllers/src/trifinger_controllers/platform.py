@@ -42,6 +42,7 @@ from trifinger_controllers.types import (
     Observation,
     RobotState,
 )
+from trifinger_controllers.errors import TrifingerError
 
 #: trifinger_simulation's default camera delay [steps of 1 ms] (measured on the real robot).
 DEFAULT_CAMERA_DELAY_STEPS = 90
@@ -86,14 +87,14 @@ class SimulatedPlatform:
         physics: Optional[PhysicsRandomisation] = None,
     ) -> None:
         if camera_delay_steps < 0:
-            raise ValueError(f"camera_delay_steps must be >= 0, got {camera_delay_steps}")
+            raise TrifingerError(f"camera_delay_steps must be >= 0, got {camera_delay_steps}")
         self.seed = int(seed)
         self.camera_delay_steps = int(camera_delay_steps)
         self.initial_robot_position = np.asarray(
             INITIAL_POSITION if initial_robot_position is None else initial_robot_position, float
         ).copy()
         if self.initial_robot_position.shape != (N_JOINTS,):
-            raise ValueError("initial_robot_position must have shape (9,)")
+            raise TrifingerError("initial_robot_position must have shape (9,)")
         self.perception = perception if perception is not None else PerceptionConfig.from_yaml()
         self.physics = physics if physics is not None else PhysicsRandomisation.nominal()
         self.physics_sample = self.physics.sample(self.seed)
@@ -153,7 +154,7 @@ class SimulatedPlatform:
         platform = self._require()
         torque = np.asarray(torque, dtype=float)
         if torque.shape != (N_JOINTS,) or not np.all(np.isfinite(torque)):
-            raise ValueError(f"torque must be 9 finite values, got {torque!r}")
+            raise TrifingerError(f"torque must be 9 finite values, got {torque!r}")
         t = platform.append_desired_action(
             platform.Action(torque=np.clip(torque, -TORQUE_LIMIT, TORQUE_LIMIT))
         )

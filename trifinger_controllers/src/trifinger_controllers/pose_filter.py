@@ -22,6 +22,7 @@ import numpy as np
 
 from trifinger_controllers import cube
 from trifinger_controllers.types import CUBE_WIDTH, CubePose, Observation
+from trifinger_controllers.errors import TrifingerError
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,11 @@ class PoseFilterConfig:
         for key in positive:
             value = getattr(self, key)
             if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"pose filter: {key} must be positive and finite, got {value!r}")
+                raise TrifingerError(f"pose filter: {key} must be positive and finite, got {value!r}")
         if not 0.0 < self.orientation_gain <= 1.0:
-            raise ValueError(f"pose filter: orientation_gain must be in (0, 1], got {self.orientation_gain!r}")
+            raise TrifingerError(f"pose filter: orientation_gain must be in (0, 1], got {self.orientation_gain!r}")
         if int(self.relock_images) < 1:
-            raise ValueError(f"pose filter: relock_images must be >= 1, got {self.relock_images!r}")
+            raise TrifingerError(f"pose filter: relock_images must be >= 1, got {self.relock_images!r}")
 
 
 @dataclass

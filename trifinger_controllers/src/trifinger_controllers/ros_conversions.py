@@ -33,10 +33,11 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
-from sim2real_checks.errors import Rejected
+from sim2real_checks import Rejected
 from trifinger_controllers.msg import ObjectPose
 
 from trifinger_controllers.types import PHYSICS_RATE, CubePose, RobotState
+from trifinger_controllers.errors import TrifingerError
 
 #: The TriFinger Pro joints as named in robot_properties_fingers' URDF (trifingerpro.urdf), the
 #: model trifinger_simulation loads: finger 0 (joints 0-2), finger 120 (3-5), finger 240 (6-8);
@@ -189,18 +190,18 @@ def goal_from_param(value: Any) -> CubePose:
         if isinstance(value, dict):
             unknown = sorted(set(value) - {"position", "orientation"})
             if unknown:
-                raise ValueError(f"unknown keys {unknown}")
+                raise TrifingerError(f"unknown keys {unknown}")
             position = np.asarray(value["position"], dtype=float).ravel()
             orientation = np.asarray(value.get("orientation", identity), dtype=float).ravel()
         else:
             numbers = np.asarray(value, dtype=float).ravel()
             if numbers.size not in (3, 7):
-                raise ValueError(f"{numbers.size} numbers, expected 3 or 7")
+                raise TrifingerError(f"{numbers.size} numbers, expected 3 or 7")
             position, orientation = numbers[:3], (numbers[3:] if numbers.size == 7 else identity)
     except (TypeError, ValueError, KeyError) as exc:
-        raise ValueError(f"~goal {value!r} is not a pose ([x, y, z], [x, y, z, qx, qy, qz, qw] "
+        raise TrifingerError(f"~goal {value!r} is not a pose ([x, y, z], [x, y, z, qx, qy, qz, qw] "
                          f"or {{position, orientation}}): {exc}") from None
     try:
         return task.check_goal(CubePose(position, orientation))
     except ValueError as exc:
-        raise ValueError(f"~goal: {exc}") from None
+        raise TrifingerError(f"~goal: {exc}") from None

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sim2real_checks.outputs import atomic_path
+from sim2real_checks import atomic_path
 
 from trifinger_controllers import cube
 from trifinger_controllers.controllers.base import Controller
@@ -121,7 +121,7 @@ def embeddings(module: nn.Module, input_dim: int, state_dim: int, embedding_size
     """Give ``module`` the paper's two embeddings: ``state_embedding`` of the first ``state_dim``
     inputs and ``action_embedding`` of the rest (the base action), ``embedding_size`` each."""
     if not 0 < state_dim < input_dim:
-        raise ValueError(f"state_dim {state_dim} must be in (0, {input_dim})")
+        raise TrifingerError(f"state_dim {state_dim} must be in (0, {input_dim})")
     module.state_dim = int(state_dim)
     module.state_embedding = _embedding(module.state_dim, embedding_size)
     module.action_embedding = _embedding(input_dim - module.state_dim, embedding_size)
@@ -271,7 +271,7 @@ def plain(value: Any, where: str = "metadata") -> Any:
         return value if math.isfinite(value) else None
     if value is None or isinstance(value, (str, int, bool)):
         return value
-    raise ValueError(f"{where}: {type(value).__name__} is not a plain value")
+    raise TrifingerError(f"{where}: {type(value).__name__} is not a plain value")
 
 
 def policy_metadata(base_controller: str, grasp: str, level: int, rate_hz: float,
@@ -289,7 +289,7 @@ def save_policy(path: str, actor: nn.Module, metadata: Dict[str, Any]) -> None:
     (atomically: a temporary file, then rename)."""
     missing = [k for k in _REQUIRED_METADATA if k not in metadata]
     if missing:
-        raise ValueError(f"policy metadata lacks {', '.join(missing)}")
+        raise TrifingerError(f"policy metadata lacks {', '.join(missing)}")
     payload = {
         "format": FORMAT,
         "version": VERSION,

@@ -36,6 +36,7 @@ from trifinger_controllers.rpl_policy import (
 )
 from trifinger_controllers.sim_options import SimOptions
 from trifinger_controllers.types import N_JOINTS, PHYSICS_RATE, TORQUE_LIMIT, Observation
+from trifinger_controllers.errors import ConfigurationError
 
 LOG = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class ResidualEnv(gym.Env):
         super().__init__()
         self.level = task.check_level(level)
         if not episode_seconds > 0:
-            raise ValueError(f"episode_seconds must be positive, got {episode_seconds}")
+            raise ConfigurationError(f"episode_seconds must be positive, got {episode_seconds}")
         self.make_base = make_base
         self.episode_seconds = float(episode_seconds)
         self.weights = weights
@@ -295,7 +296,7 @@ def train(controller: str, grasp: Optional[str], level: int, steps: int, seed: i
     from trifinger_controllers.controllers import default_grasp, make_controller
 
     if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+        raise ConfigurationError(f"steps must be >= 1, got {steps}")
     grasp = grasp or default_grasp(controller)
     kin = FingerKinematics()
     make_base = lambda: make_controller(controller, grasp, params, kin, level=level)  # noqa: E731

@@ -24,6 +24,7 @@ from trifinger_controllers import cube
 from trifinger_controllers.grasps import TIP_RADIUS
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import CUBE_WIDTH, N_FINGERS, CubePose
+from trifinger_controllers.errors import TrifingerError
 
 #: Arena limits for the cube's centre: xy radius as move_cube's goals, height up to this [m].
 ARENA_RADIUS = 0.195 - CUBE_WIDTH * np.sqrt(3) / 2
@@ -63,9 +64,9 @@ class PlannerConfig:
         for name in ("max_time", "step", "resolution", "rotation_weight", "ik_tolerance",
                      "max_joint_step"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"PlannerConfig.{name} must be > 0, got {getattr(self, name)}")
+                raise TrifingerError(f"PlannerConfig.{name} must be > 0, got {getattr(self, name)}")
         if self.max_iterations < 1:
-            raise ValueError(f"PlannerConfig.max_iterations must be >= 1, got {self.max_iterations}")
+            raise TrifingerError(f"PlannerConfig.max_iterations must be >= 1, got {self.max_iterations}")
 
 
 @dataclass
@@ -146,7 +147,7 @@ class GraspPathPlanner:
                  config: PlannerConfig = PlannerConfig()) -> None:
         offsets = np.asarray(tip_offsets_cube, dtype=float)
         if offsets.shape != (N_FINGERS, 3):
-            raise ValueError(f"tip offsets must be (3, 3), got {offsets.shape}")
+            raise TrifingerError(f"tip offsets must be (3, 3), got {offsets.shape}")
         self.kinematics = kinematics
         self.offsets = offsets
         self.config = config

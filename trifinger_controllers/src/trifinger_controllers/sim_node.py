@@ -21,10 +21,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from sim2real_checks.diagnostics import node_guard
-from sim2real_checks.errors import Rejected
-from sim2real_checks.node import run_node, warn_deprecated_path
-from sim2real_checks.params import flag_param, integer_param, number_param
+from sim2real_checks import (Rejected, flag_param, integer_param, node_guard, number_param, run_node,
+                             warn_deprecated_path)
 from std_msgs.msg import String
 
 from trifinger_controllers import message_checks as mc

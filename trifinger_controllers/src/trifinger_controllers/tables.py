@@ -20,7 +20,8 @@ numbers before formatting (``tables --json``).
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence
-from sim2real_checks.outputs import save_figure
+from sim2real_checks import save_figure
+from trifinger_controllers.errors import ConfigurationError
 
 PAIRING_NAMES = {"cpc": "CPC", "cic": "CIC", "mp": "MP"}
 
@@ -56,7 +57,7 @@ def mix_and_match_rows(results: Sequence[dict]) -> List[dict]:
     orientation error), in the table's order: ``orientation_error_deg`` and ``position_error_cm``
     (``mean``, ``std``), ``drop_rate`` and the number of ``trials``."""
     if not results:
-        raise ValueError("no mix-and-match results")
+        raise ConfigurationError("no mix-and-match results")
     cells: Dict[tuple, dict] = {(r["controller"], r["grasp"], r["init_orientation_error_deg"]): r
                                 for r in results}
     rows = []
@@ -106,10 +107,10 @@ def bo_rows(manual: Sequence[dict], tuned: Sequence[dict]) -> List[dict]:
     for bo in tuned:
         base = by_task.get(task(bo))
         if base is None:
-            raise ValueError(f"no manual result for {_name(bo)} at level {bo['level']}")
+            raise ConfigurationError(f"no manual result for {_name(bo)} at level {bo['level']}")
         same = ("seed", "seconds", "perception", "physics")
         if any(base.get(k) != bo.get(k) for k in same) or len(base["trials"]) != len(bo["trials"]):
-            raise ValueError(f"{_name(bo)}: the manual and BO results are not the same trials")
+            raise ConfigurationError(f"{_name(bo)}: the manual and BO results are not the same trials")
         for r, tuned_row in ((base, False), (bo, True)):
             rows.append({"policy": _name(r) + (" w BO" if tuned_row else ""), "controller": r["controller"],
                          "grasp": r["grasp"], "bo": tuned_row, "level": r["level"],

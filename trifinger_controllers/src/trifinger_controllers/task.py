@@ -34,6 +34,7 @@ from trifinger_simulation.tasks import move_cube
 
 from trifinger_controllers import cube
 from trifinger_controllers.types import CUBE_WIDTH, CubePose
+from trifinger_controllers.errors import TrifingerError
 
 LEVELS = (1, 2, 3, 4)
 #: Radius [m] of the disc around the centre in which the cube starts (benchmark-rrc trained its
@@ -60,7 +61,7 @@ def from_move_cube(pose: move_cube.Pose) -> CubePose:
 def check_level(level: int) -> int:
     """``level`` if it is one of 1-4, else ValueError."""
     if level not in LEVELS:
-        raise ValueError(f"invalid level {level!r}: expected one of {LEVELS}")
+        raise TrifingerError(f"invalid level {level!r}: expected one of {LEVELS}")
     return int(level)
 
 
@@ -123,11 +124,11 @@ def initial_pose(
         return CubePose(position, orientation)
     delta = np.deg2rad(float(orientation_error_deg))
     if not 0.0 <= delta <= np.pi:
-        raise ValueError(f"orientation error {orientation_error_deg} deg outside [0, 180]")
+        raise TrifingerError(f"orientation error {orientation_error_deg} deg outside [0, 180]")
     resting = cube.nearest_resting_orientation(goal.orientation)
     alpha = float(cube.angle_between(resting, goal.orientation))
     if delta < alpha - 1e-9:
-        raise ValueError(
+        raise TrifingerError(
             f"the goal orientation is {np.rad2deg(alpha):.1f} deg from every resting orientation:"
             f" an initial orientation error of {orientation_error_deg} deg is impossible"
         )
@@ -166,18 +167,18 @@ def check_goal(pose: CubePose) -> CubePose:
     position = np.asarray(pose.position, dtype=float)
     orientation = np.asarray(pose.orientation, dtype=float)
     if position.shape != (3,) or orientation.shape != (4,):
-        raise ValueError(
+        raise TrifingerError(
             f"goal must have a 3-vector position and an xyzw quaternion, got shapes"
             f" {position.shape} and {orientation.shape}"
         )
     if not (np.all(np.isfinite(position)) and np.all(np.isfinite(orientation))):
-        raise ValueError("goal contains non-finite values")
+        raise TrifingerError("goal contains non-finite values")
     if abs(np.linalg.norm(orientation) - 1.0) > 1e-3:
-        raise ValueError(f"goal orientation {orientation.tolist()} is not a unit quaternion (xyzw)")
+        raise TrifingerError(f"goal orientation {orientation.tolist()} is not a unit quaternion (xyzw)")
     try:
         move_cube.validate_goal(move_cube.Pose(position, orientation / np.linalg.norm(orientation)))
     except move_cube.InvalidGoalError as error:
-        raise ValueError(
+        raise TrifingerError(
             f"goal outside the workspace: {error} (position {np.round(position, 4).tolist()};"
             f" centre within {MAX_CENTRE_DISTANCE:.3f} m of the axis, height"
             f" {RESTING_HEIGHT:.4f}-{MAX_GOAL_HEIGHT} m)"

@@ -22,10 +22,11 @@ from kernel_manager_ros.errors import KernelError
 from kernel_manager_ros.generation import GenerationConfig, generate_kernels
 from kernel_manager_ros.kernel import KernelSet
 from kernel_manager_ros.manager import KernelManager
-from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, PandaTrajectory, Replay, histories,
+from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, Replay, histories,
                                       read_pair_trajectories, replay, step_indices)
 from kernel_manager_ros.state_spec import StateSpec
-from sim2real_checks.outputs import save_figure
+from panda_pairs import TrajectoryPair
+from sim2real_checks import save_figure
 
 LABEL = "reality stand-in"
 
@@ -92,7 +93,7 @@ def split(n: int, held_out: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def collect(out: str, trajectories: int, seed: int, progress: bool) -> dict[str, Any]:
     """Record a pair bag with panda_sim2real's in-process collector (both robots in lock-step)."""
-    from panda_sim2real.collection import CollectionRequest, run_collection
+    from panda_pairs import CollectionRequest, run_collection
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     return run_collection(CollectionRequest(out=out, trajectories=trajectories, seed=seed,
                                             show_progress=progress)).figures
@@ -102,9 +103,9 @@ def run_experiment(config: PandaExperiment, progress: bool = True
                    ) -> tuple[dict[str, Any], KernelSet, dict[str, Any]]:
     """Pair bag -> H_sim, H_phy (training trajectories) -> kernels -> held-out replays with and
     without the kernel manager. Returns (JSON figures, kernels, data for plots)."""
-    from panda_sim2real.limits import JointLimits
-    from panda_sim2real.robot import SimulatedRobot
-    from panda_sim2real.robot_config import SIM_CONFIG_FILE, RobotConfig
+    from panda_sim2real import JointLimits
+    from panda_sim2real import SimulatedRobot
+    from panda_sim2real import SIM_CONFIG_FILE, RobotConfig
 
     config.check()
     seconds: dict[str, float] = {}
@@ -195,7 +196,7 @@ def _sum_ratio(with_k: Sequence[Optional[float]], without: Sequence[Optional[flo
     return a / b if b > 0 else None
 
 
-def _recorded(trajectory: PandaTrajectory, idx: np.ndarray, layout: PandaLayout) -> Replay:
+def _recorded(trajectory: TrajectoryPair, idx: np.ndarray, layout: PandaLayout) -> Replay:
     """The bag's own simulation stream at the step samples (a check of the replay)."""
     sim = trajectory.sim
     idx = idx[idx < sim.t.size]

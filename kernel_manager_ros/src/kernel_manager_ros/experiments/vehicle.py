@@ -40,7 +40,7 @@ from kernel_manager_ros.vehicle.model import Ramp, VehicleConfig
 from kernel_manager_ros.vehicle.sarsa import SarsaSpeedPolicy
 from kernel_manager_ros.vehicle.run import (
     RunResult, SensorOverride, StepContext, run_missions, write_bag)
-from sim2real_checks.outputs import save_figure
+from sim2real_checks import save_figure
 
 LABEL = ("deployment = our vehicle simulation with an unexpected ramp (and, in the sensor case, "
          "a 1 Hz GPS), not a real robot")

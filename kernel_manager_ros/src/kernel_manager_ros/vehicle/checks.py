@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
-from sim2real_checks.errors import Rejected
-from sim2real_checks.finite import require_finite
-from sim2real_checks.stamps import check_not_ahead
+from sim2real_checks import Rejected, check_not_ahead, require_finite
 
 from kernel_manager_ros.vehicle.mission import Command
 from kernel_manager_ros.msg import VehicleCommand, VehicleState

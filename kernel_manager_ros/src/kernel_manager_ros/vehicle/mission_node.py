@@ -23,9 +23,8 @@ from typing import Any, Optional
 import numpy as np
 import rospy
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
+from sim2real_checks import (GuardDiagnostics, flag_param, integer_param, mapping_param, node_guard,
+                             number_param, optional_number_param, run_node)
 from std_msgs.msg import Float64
 
 from kernel_manager_ros.config_files import config_path

@@ -27,10 +27,8 @@ import rospy
 from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import PointStamped, TwistStamped, Vector3Stamped
 
-from sim2real_checks.diagnostics import GuardDiagnostics, node_guard
-from sim2real_checks.errors import Rejected
-from sim2real_checks.node import mapping_param, run_node
-from sim2real_checks.params import flag_param, integer_param, number_param, optional_number_param
+from sim2real_checks import (GuardDiagnostics, Rejected, flag_param, integer_param, mapping_param,
+                             node_guard, number_param, optional_number_param, run_node)
 
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.errors import KernelError

@@ -10,6 +10,7 @@ from typing import Optional
 
 from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.params import ParameterSet
+from trifinger_controllers.errors import TrifingerError
 
 # name -> (module, class, parameter set, default grasp of the paper's pairing)
 _REGISTRY: dict[str, tuple[str, str, str, str]] = {
@@ -25,7 +26,7 @@ def _entry(name: str) -> tuple[str, str, str, str]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown controller {name!r}: expected one of {', '.join(CONTROLLERS)}") from None
+        raise TrifingerError(f"unknown controller {name!r}: expected one of {', '.join(CONTROLLERS)}") from None
 
 
 def _module(name: str):
@@ -57,6 +58,6 @@ def make_controller(name: str, grasp: Optional[str] = None, params: Optional[Par
     its defaults); ``options`` go to the controller (e.g. MP's ``seed``)."""
     grasp = grasp or default_grasp(name)
     if grasp not in GRASPS:
-        raise ValueError(f"unknown grasp {grasp!r}: expected one of {', '.join(GRASPS)}")
+        raise TrifingerError(f"unknown grasp {grasp!r}: expected one of {', '.join(GRASPS)}")
     cls = getattr(_module(name), _entry(name)[1])
     return cls(grasp=grasp, params=params, kinematics=kinematics, level=level, **options)

@@ -12,6 +12,7 @@ from trifinger_controllers import grasps
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.types import Observation
+from trifinger_controllers.errors import TrifingerError
 
 #: A grasp name (tg, cg, og, pg), names tried in order (the first reachable), a fixed Grasp (cube
 #: frame) or a callable ``observation -> Grasp``.
@@ -76,7 +77,7 @@ def grasp_selection(controller: str, grasp: GraspSpec, level: int,
     if isinstance(grasp, str) or (isinstance(grasp, tuple) and grasp and all(isinstance(n, str) for n in grasp)):
         for name in ((grasp,) if isinstance(grasp, str) else grasp) + tuple(fallback):
             if name not in grasps.STRATEGIES:
-                raise ValueError(f"unknown grasp {name!r}: expected one of {sorted(grasps.STRATEGIES)}")
+                raise TrifingerError(f"unknown grasp {name!r}: expected one of {sorted(grasps.STRATEGIES)}")
     elif not (isinstance(grasp, grasps.Grasp) or callable(grasp)):
         raise TypeError(f"{controller}: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
     return GraspSelection(grasp, level, tuple(fallback))
@@ -87,7 +88,7 @@ def check_setup(controller: str, params: Optional[ParameterSet], expected: Param
     """The controller's parameters (``expected``'s defaults if None) after checking that they are
     its own set and that ``level`` is an RRC level (ValueError otherwise)."""
     if params is not None and params.names != expected.names:
-        raise ValueError(f"{controller}: expected the {controller} parameter set, got {params.name!r}")
+        raise TrifingerError(f"{controller}: expected the {controller} parameter set, got {params.name!r}")
     if level not in (1, 2, 3, 4):
-        raise ValueError(f"invalid level {level!r}: expected one of (1, 2, 3, 4)")
+        raise TrifingerError(f"invalid level {level!r}: expected one of (1, 2, 3, 4)")
     return params if params is not None else expected

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, Generic, List, Optional, TypeVar
 
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import Observation
+from trifinger_controllers.errors import TrifingerError
 
 T = TypeVar("T")
 #: ``select(observation, kinematics, **inputs) -> plan`` (a plan is never None).
@@ -104,7 +105,7 @@ class GraspPlanner(Generic[T]):
     def __init__(self, select: Select, kinematics: FingerKinematics, latency: float,
                  name: str = "grasp-planner") -> None:
         if not latency >= 0.0:
-            raise ValueError(f"planning latency must be >= 0 s, got {latency}")
+            raise TrifingerError(f"planning latency must be >= 0 s, got {latency}")
         self.select = select
         self.latency = float(latency)
         self.name = name

@@ -32,6 +32,7 @@ from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.rrt import GraspPathPlanner, Plan, PlannerConfig
 from trifinger_controllers.task import check_level
 from trifinger_controllers.types import CUBE_MASS, CUBE_WIDTH, N_FINGERS, CubePose, Observation
+from trifinger_controllers.errors import TrifingerError
 
 GRAVITY = 9.81
 #: Per-joint profile (upper, middle, lower) of the PD gains, the shape of trifinger_simulation's
@@ -153,9 +154,9 @@ class JointTrajectory:
         self.times = np.asarray(times, dtype=float)
         self.waypoints = np.asarray(waypoints, dtype=float)
         if self.times.ndim != 1 or self.waypoints.shape != (len(self.times), 9):
-            raise ValueError("trajectory: times (K,) and waypoints (K, 9) expected")
+            raise TrifingerError("trajectory: times (K,) and waypoints (K, 9) expected")
         if np.any(np.diff(self.times) < 0):
-            raise ValueError("trajectory: times must not decrease")
+            raise TrifingerError("trajectory: times must not decrease")
 
     @property
     def end_time(self) -> float:
@@ -346,10 +347,10 @@ class MotionPlanningController(Controller):
                  kinematics: Optional[FingerKinematics] = None, level: int = 3, seed: int = 0,
                  planner_config: Optional[PlannerConfig] = None) -> None:
         if isinstance(grasp, str) and grasp != "pg" and grasp not in grasp_lib.STRATEGIES:
-            raise ValueError(f"unknown grasp {grasp!r}: expected pg, {', '.join(sorted(grasp_lib.STRATEGIES))},"
+            raise TrifingerError(f"unknown grasp {grasp!r}: expected pg, {', '.join(sorted(grasp_lib.STRATEGIES))},"
                              " a Grasp or a callable")
         if params is not None and params.names != MP_PARAMETERS.names:
-            raise ValueError(f"MP needs the parameter set {MP_PARAMETERS.names}, got {params.names}")
+            raise TrifingerError(f"MP needs the parameter set {MP_PARAMETERS.names}, got {params.names}")
         self.grasp_source = grasp
         self.params = params if params is not None else MP_PARAMETERS
         self.kin = kinematics if kinematics is not None else FingerKinematics()

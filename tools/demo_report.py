@@ -118,7 +118,7 @@ def pipeline_section(folder: str) -> str:
 
 def live_section(folder: str) -> str:
     """The live runs (pipeline.launch robot:=fci_standin): the nominal simulator and the chain
-    on the same moves, compared with panda_sim2real compare."""
+    on the same moves, compared with panda_pairs compare."""
     parts = []
     for suffix, what in (("", "new random trajectories"), ("_task", "new work-cycle repeats")):
         nominal = load(folder, f"live_nominal{suffix}.json")

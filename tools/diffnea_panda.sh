@@ -5,7 +5,7 @@
 #     from the stand-in's /real/joint_states, starting from the nominal URDF (pybullet_data);
 #  2. collect PANDA_EVAL_TRAJECTORIES (default 40) new pairs twice with the same seed (same moves,
 #     same stand-in noise): once with the nominal URDF in panda_sim, once with the identified one;
-#  3. compare both with the stand-in: torque MSE per joint (panda_sim2real compare).
+#  3. compare both with the stand-in: torque MSE per joint (panda_pairs compare).
 # Output: build/diffnea_panda/ (bags; PANDA_WORK) and diffnea_ros/results/ (PANDA_RESULTS).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

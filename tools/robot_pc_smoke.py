@@ -75,7 +75,7 @@ def listen(seconds: float) -> dict:
 def run(seconds: float, model: str, where: str) -> dict:
     port = free_port()
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
-    preflight = subprocess.run([sys.executable, os.path.join(ROOT, "panda_sim2real", "scripts",
+    preflight = subprocess.run([sys.executable, os.path.join(ROOT, "panda_fci", "scripts",
                                                              "preflight"), "--allow-degraded"],
                                capture_output=True, text=True, env=env)
     print(preflight.stdout)

@@ -1,6 +1,6 @@
 """The repeated task set (work_cycle.py): settings errors, repeats that chain at home at rest,
 small bounded seeded variations, the exact motion limits, and `collect --task-repeats` into a
-pair bag that panda_sim2real's readers take (kernel_manager_ros's reader: its test_kernel_panda.py)."""
+pair bag that panda_pairs' readers take (kernel_manager_ros's reader: its test_kernel_panda.py)."""
 import dataclasses
 import json
 import os

@@ -23,7 +23,7 @@ def test_the_node_gets_the_limits_as_a_mapping():
 
 
 def test_recording_pairs_with_the_publisher_live():
-    """record_pairs.launch: panda_sim2real's recording plus the publisher, the runner waiting for
+    """record_pairs.launch: panda_pairs' recording plus the publisher, the runner waiting for
     the corrected states; the root launch/record_pairs.launch takes it with model:=."""
     here = os.path.dirname(LAUNCH)
     root = os.path.join(os.path.dirname(os.path.dirname(here)), "launch", "record_pairs.launch")

@@ -206,7 +206,7 @@ def test_models_from_another_run_are_taken_not_learnt(tmp_path):
 # ------------------------------------------------------------------------------ data
 
 class _Dataset:
-    """The parts of panda_sim2real's Dataset random_sets reads."""
+    """The parts of panda_pairs' Dataset random_sets reads."""
 
     def __init__(self, ids, splits, arrays):
         self.trajectory_ids, self.split, self._arrays = np.array(ids), np.array(splits), arrays

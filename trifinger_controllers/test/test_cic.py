@@ -7,22 +7,19 @@ import numpy as np
 import pytest
 from regrasp_episode import knocked_episode, selection_threads
 
-from trifinger_controllers import cube, evaluation, grasps, pose_filter, task
-from trifinger_controllers.controllers.cic import (
-    CIC_PARAMETERS,
+from trifinger_controllers import cube, evaluation, grasp_geometry, grasp_reachability, grasps, pose_filter, task
+from trifinger_controllers.controllers.cic import CIC_PARAMETERS, CartesianImpedanceController
+from trifinger_controllers.controllers.cic_terms import (
     ISOTROPIC_MASS,
-    CartesianImpedanceController,
-    fit_to_limit,
     force_torques,
     impedance_torques,
     moment_torques,
     resultant_cancelling_forces,
     resultant_cancelling_torques,
-    skew,
-    windup_directions,
-    without_windup,
     wrench_forces,
 )
+from trifinger_controllers.controllers.rotation_matrices import skew
+from trifinger_controllers.controllers.saturation import fit_to_limit, windup_directions, without_windup
 from trifinger_controllers.controllers.grasp_phases import grasp_selection
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.physics import PhysicsRandomisation
@@ -272,20 +269,20 @@ def test_cg_grasp_keeps_the_lower_links_out_of_the_cube(position, orientation, g
     pose = CubePose(np.array(position), quaternion)
     goal = CubePose(np.array(goal_position), np.array([0.0, 0.0, 0.0, 1.0]))
     crossing = [g for g in grasps._center_of_three_candidates(pose)
-                if np.max(grasps.ik_residual(g, pose, KIN)) <= grasps.IK_TOLERANCE
-                and np.any(grasps.lower_links_in_cube(g, pose, KIN))]
+                if np.max(grasp_reachability.ik_residual(g, pose, KIN)) <= grasp_reachability.IK_TOLERANCE
+                and np.any(grasp_reachability.lower_links_in_cube(g, pose, KIN))]
     assert crossing  # the check has something to reject here
     grasp = grasp_selection("cic", "cg", 3)(SimpleNamespace(cube=pose, goal=goal), KIN)
     assert grasp.name == "cg"
     for at in (pose, CubePose(goal.position, quaternion)):
-        assert not np.any(grasps.lower_links_in_cube(grasp, at, KIN)), at
-    torque = grasps.holding_torque(grasp, CubePose(goal.position, quaternion), KIN)
+        assert not np.any(grasp_reachability.lower_links_in_cube(grasp, at, KIN)), at
+    torque = grasp_reachability.holding_torque(grasp, CubePose(goal.position, quaternion), KIN)
     assert torque <= grasps.HOLDING_MARGIN * TORQUE_LIMIT, torque
     # the segment test: through the cube, over its top, along a face (touching counts)
-    h = grasps.HALF_WIDTH
-    assert grasps.segment_enters_box(np.array([0.05, 0.0, 0.0]), np.array([-0.1, 0.01, 0.02]))
-    assert not grasps.segment_enters_box(np.array([0.05, 0.0, h + 0.001]), np.array([-0.1, 0.0, h + 0.02]))
-    assert grasps.segment_enters_box(np.array([h, 0.05, 0.0]), np.array([h, -0.05, 0.0]))
+    h = grasp_geometry.HALF_WIDTH
+    assert grasp_reachability.segment_enters_box(np.array([0.05, 0.0, 0.0]), np.array([-0.1, 0.01, 0.02]))
+    assert not grasp_reachability.segment_enters_box(np.array([0.05, 0.0, h + 0.001]), np.array([-0.1, 0.0, h + 0.02]))
+    assert grasp_reachability.segment_enters_box(np.array([h, 0.05, 0.0]), np.array([h, -0.05, 0.0]))
 
 
 def test_anti_windup_directions():

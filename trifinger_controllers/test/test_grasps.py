@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from trifinger_controllers import cube, grasps
+from trifinger_controllers import cube, grasp_forces, grasp_geometry, grasp_reachability, grasps
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import CubePose
 
@@ -36,28 +36,28 @@ def test_tg_and_cg_are_in_force_closure(yaw, kinematics):
     goal = CubePose(np.array([0.08, 0.05, 0.07]), cube.IDENTITY)
     for grasp in (grasps.triangle_grasp(pose), grasps.center_of_three_grasp(pose, goal, kinematics),
                   grasps.opposite_faces_grasp(pose, goal, kinematics)):
-        assert grasps.grasp_in_force_closure(grasp), grasp.name
+        assert grasp_forces.grasp_in_force_closure(grasp), grasp.name
         assert_on_surface(grasp)
 
 
 def test_degenerate_grasps_are_not_in_force_closure():
     one_face = np.array([[H, 0.0, 0.0], [H, 0.01, 0.0], [H, -0.01, 0.01]])
-    assert not grasps.force_closure(one_face, np.tile([-1.0, 0.0, 0.0], (3, 1)))
+    assert not grasp_forces.force_closure(one_face, np.tile([-1.0, 0.0, 0.0], (3, 1)))
     # two opposite collinear points: frictionless or not, no moment about their line
     two = np.array([[H, 0.0, 0.0], [-H, 0.0, 0.0]])
     normals = np.array([[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
-    assert not grasps.force_closure(two, normals, mu=0.0)
-    assert not grasps.force_closure(two, normals, mu=0.5)
+    assert not grasp_forces.force_closure(two, normals, mu=0.0)
+    assert not grasp_forces.force_closure(two, normals, mu=0.5)
     # the TG contacts without friction cannot hold the cube either
     tg = grasps.triangle_grasp(resting(0.3))
-    assert not grasps.force_closure(tg.contact_points, tg.normals, mu=0.0)
+    assert not grasp_forces.force_closure(tg.contact_points, tg.normals, mu=0.0)
 
 
 def test_force_closure_rejects_bad_input():
     with pytest.raises(ValueError):
-        grasps.force_closure(np.zeros((3, 2)), np.zeros((3, 2)))
+        grasp_forces.force_closure(np.zeros((3, 2)), np.zeros((3, 2)))
     with pytest.raises(ValueError):
-        grasps.force_closure(np.zeros((3, 3)), np.eye(3), mu=-1.0)
+        grasp_forces.force_closure(np.zeros((3, 3)), np.eye(3), mu=-1.0)
 
 
 def test_squeeze_directions_are_internal_forces_inside_the_cones(kinematics):
@@ -65,14 +65,14 @@ def test_squeeze_directions_are_internal_forces_inside_the_cones(kinematics):
     goal = CubePose(np.array([0.08, 0.05, 0.07]), cube.IDENTITY)
     for grasp in (grasps.triangle_grasp(pose), grasps.center_of_three_grasp(pose, goal, kinematics),
                   grasps.opposite_faces_grasp(pose, goal, kinematics)):
-        forces = grasps.squeeze_directions(grasp)
+        forces = grasp_forces.squeeze_directions(grasp)
         np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-6)
         moments = np.cross(grasp.contact_points, forces).sum(axis=0)
         np.testing.assert_allclose(moments, 0.0, atol=1e-7)
         normal = np.einsum("ij,ij->i", forces, grasp.normals)
         tangential = np.linalg.norm(forces - normal[:, None] * grasp.normals, axis=1)
         assert np.all(normal > 0)
-        assert np.all(tangential <= grasps.DEFAULT_MU * normal + 1e-9), grasp.name
+        assert np.all(tangential <= grasp_forces.DEFAULT_MU * normal + 1e-9), grasp.name
         np.testing.assert_allclose(np.linalg.norm(forces, axis=1).max(), 1.0)
 
 
@@ -80,7 +80,7 @@ def test_weight_support_forces_carry_the_weight_without_a_moment():
     pose = resting(0.3)
     for grasp in (grasps.triangle_grasp(pose), grasps.opposite_faces_grasp(pose)):
         weight = np.array([0.1, -0.2, 0.92])
-        forces = grasps.weight_support_forces(grasp, weight)
+        forces = grasp_forces.weight_support_forces(grasp, weight)
         np.testing.assert_allclose(forces.sum(axis=0), weight, atol=1e-9)
         np.testing.assert_allclose(np.cross(grasp.contact_points, forces).sum(axis=0), 0.0, atol=1e-9)
 
@@ -97,12 +97,12 @@ def test_tg_puts_each_finger_on_its_own_face_along_its_side(yaw, kinematics):
     angles = np.sort(np.mod(np.arctan2(rays[:, 1], rays[:, 0]), 2 * np.pi))
     np.testing.assert_allclose(np.diff(np.concatenate([angles, [angles[0] + 2 * np.pi]])), 2 * np.pi / 3, atol=1e-9)
     # ... within 15 deg of each finger's side, and away from the edges
-    sides = np.arctan2(grasps.FINGER_DIRECTIONS[:, 1], grasps.FINGER_DIRECTIONS[:, 0])
+    sides = np.arctan2(grasp_geometry.FINGER_DIRECTIONS[:, 1], grasp_geometry.FINGER_DIRECTIONS[:, 0])
     turn = np.angle(np.exp(1j * (np.arctan2(rays[:, 1], rays[:, 0]) - sides)))
     assert np.all(np.abs(turn) <= grasps.TG_MAX_TURN + 1e-9)
     off_centre = np.linalg.norm(grasp.contact_points + H * grasp.normals, axis=1)
     assert np.max(off_centre) <= H * np.tan(np.deg2rad(30.0)) + 1e-6
-    assert np.max(grasps.ik_residual(grasp, pose, kinematics)) < grasps.IK_TOLERANCE
+    assert np.max(grasp_reachability.ik_residual(grasp, pose, kinematics)) < grasp_reachability.IK_TOLERANCE
 
 
 @pytest.mark.parametrize("yaw", YAWS)
@@ -112,7 +112,7 @@ def test_cg_leaves_a_face_towards_the_goal_free_at_level_3(yaw, direction, kinem
     goal = CubePose(pose.position + 0.08 * np.array([np.cos(direction), np.sin(direction), 0.0])
                     + np.array([0.0, 0.0, 0.03]), cube.IDENTITY)
     towards = np.array([np.cos(direction), np.sin(direction), 0.0])
-    vertical = cube.rotate(pose.orientation, cube.FACE_NORMALS[grasps.vertical_faces(pose)])
+    vertical = cube.rotate(pose.orientation, cube.FACE_NORMALS[grasp_geometry.vertical_faces(pose)])
     # without the kinematics: the paper's rule, the face closest to the goal is free
     paper = grasps.center_of_three_grasp(pose, goal, None, level=3)
     goal_face = vertical[np.argmax(vertical @ towards)]
@@ -125,7 +125,7 @@ def test_cg_leaves_a_face_towards_the_goal_free_at_level_3(yaw, direction, kinem
     outward_world = -cube.rotate(pose.orientation, grasp.normals)
     free = [f for f in vertical if not np.any(np.all(np.isclose(outward_world, f, atol=1e-9), axis=1))]
     assert len(free) == 1 and free[0] @ towards >= -1e-9
-    assert np.max(grasps.ik_residual(grasp, pose, kinematics)) < grasps.IK_TOLERANCE
+    assert np.max(grasp_reachability.ik_residual(grasp, pose, kinematics)) < grasp_reachability.IK_TOLERANCE
 
 
 def test_cg_picks_the_assignment_with_torque_left_at_a_far_goal(kinematics):
@@ -136,12 +136,12 @@ def test_cg_picks_the_assignment_with_torque_left_at_a_far_goal(kinematics):
     at_goal = CubePose(goal.position, pose.orientation)
     grasp = grasps.center_of_three_grasp(pose, goal, kinematics, level=3)
     paper = grasps.center_of_three_grasp(pose, goal, None, level=3)
-    paper = grasps.assign_fingers(paper.contact_points, paper.normals, pose, kinematics, "cg",
+    paper = grasp_reachability.assign_fingers(paper.contact_points, paper.normals, pose, kinematics, "cg",
                                   (at_goal,))[0]
-    chosen_torque = grasps.holding_torque(grasp, at_goal, kinematics)
+    chosen_torque = grasp_reachability.holding_torque(grasp, at_goal, kinematics)
     assert chosen_torque < 0.8 * 0.397
-    assert chosen_torque < grasps.holding_torque(paper, at_goal, kinematics)
-    assert grasps.holding_torque(grasp, CubePose(np.array([0.5, 0.0, 0.1]), cube.IDENTITY),
+    assert chosen_torque < grasp_reachability.holding_torque(paper, at_goal, kinematics)
+    assert grasp_reachability.holding_torque(grasp, CubePose(np.array([0.5, 0.0, 0.1]), cube.IDENTITY),
                                  kinematics) == float("inf")  # unreachable
 
 
@@ -176,7 +176,7 @@ def test_heuristic_candidates_are_reachable_and_ranked(kinematics):
     assert len(candidates) >= 10
     assert {g.name for g in candidates} == {"cg", "og"}
     goal_pose = CubePose(goal.position, pose.orientation)
-    costs = [grasps.grasp_cost(g, pose, kinematics, (goal_pose,)) for g in candidates]
+    costs = [grasp_reachability.grasp_cost(g, pose, kinematics, (goal_pose,)) for g in candidates]
     assert np.all(np.isfinite(costs))
     assert costs == sorted(costs)
 
@@ -190,18 +190,18 @@ def test_sampled_force_closure_grasps(kinematics):
     assert len(assigned) == 3
     down = cube.down_face(pose.orientation)
     for grasp in free + assigned:
-        assert grasps.grasp_in_force_closure(grasp)
+        assert grasp_forces.grasp_in_force_closure(grasp)
         assert_on_surface(grasp)
     for grasp in assigned:
         assert not np.any(np.all(np.isclose(-grasp.normals, cube.FACE_NORMALS[down]), axis=1))
-        assert np.max(grasps.ik_residual(grasp, pose, kinematics)) < grasps.IK_TOLERANCE
+        assert np.max(grasp_reachability.ik_residual(grasp, pose, kinematics)) < grasp_reachability.IK_TOLERANCE
 
 
 def test_assign_fingers_prefers_each_fingers_side(kinematics):
     pose = resting(0.0)
     tg = grasps.triangle_grasp(pose)
     shuffled = tg.permuted([2, 0, 1])
-    grasp, cost = grasps.assign_fingers(shuffled.contact_points, shuffled.normals, pose, kinematics)
+    grasp, cost = grasp_reachability.assign_fingers(shuffled.contact_points, shuffled.normals, pose, kinematics)
     np.testing.assert_allclose(grasp.contact_points, tg.contact_points)
     assert np.isfinite(cost)
 
@@ -211,15 +211,15 @@ def test_make_grasp_and_bad_input(kinematics):
     for name in grasps.STRATEGIES:
         grasp = grasps.make_grasp(name, pose, None, kinematics)
         assert grasp.name == name
-        assert grasps.grasp_in_force_closure(grasp)
+        assert grasp_forces.grasp_in_force_closure(grasp)
     with pytest.raises(ValueError, match="unknown grasp"):
         grasps.make_grasp("xx", pose)
     with pytest.raises(ValueError, match="unknown grasp"):
         grasps.grasp_source("xx")
     with pytest.raises(ValueError, match="shape"):
-        grasps.Grasp("bad", np.zeros((2, 3)), np.ones((2, 3)))
+        grasp_geometry.Grasp("bad", np.zeros((2, 3)), np.ones((2, 3)))
     with pytest.raises(ValueError, match="zero normal"):
-        grasps.Grasp("bad", np.zeros((3, 3)), np.zeros((3, 3)))
+        grasp_geometry.Grasp("bad", np.zeros((3, 3)), np.zeros((3, 3)))
 
 
 def test_tip_targets_follow_the_cube():
@@ -227,7 +227,7 @@ def test_tip_targets_follow_the_cube():
     grasp = grasps.triangle_grasp(pose)
     targets = grasp.tip_targets(pose)
     points, normals = grasp.in_world(pose)
-    np.testing.assert_allclose(targets, points - grasps.TIP_RADIUS * normals)
+    np.testing.assert_allclose(targets, points - grasp_geometry.TIP_RADIUS * normals)
     moved = CubePose(pose.position + np.array([0.01, 0.0, 0.02]), pose.orientation)
     np.testing.assert_allclose(grasp.tip_targets(moved) - targets, np.tile([0.01, 0.0, 0.02], (3, 1)))
 
@@ -245,7 +245,7 @@ def test_selection_takes_a_grasp_for_the_cube_when_no_assignment_reaches_the_goa
         grasps.center_of_three_grasp(pose, far, kinematics, level=3)
     grasp = grasp_selection("cic", "cg", 3)(SimpleNamespace(cube=pose, goal=far), kinematics)
     assert grasp.name == "cg"
-    assert np.max(grasps.ik_residual(grasp, pose, kinematics)) <= grasps.IK_TOLERANCE
+    assert np.max(grasp_reachability.ik_residual(grasp, pose, kinematics)) <= grasp_reachability.IK_TOLERANCE
     with pytest.raises(grasps.GraspError):
         grasp_selection("cic", "cg", 3)(SimpleNamespace(cube=CubePose(far.position, far.orientation), goal=far),
                                         kinematics)

@@ -5,7 +5,7 @@ simulator. The names below load their module on first use."""
 from sim2real_checks import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "algorithms": ["rnea"],
+    "inverse_dynamics": ["rnea"],
     "learnable": ["LearnableDynamics"],
     "model": ["RigidBodyModel"],
 })

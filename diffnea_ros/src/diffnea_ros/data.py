@@ -26,7 +26,7 @@ from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
                                       segment_starts, window_length)
 from diffnea_ros.errors import DataError
 
-DEFAULT_TOPIC = "/real/joint_states"   # the "real" side of panda_sim2real's pair bags
+DEFAULT_TOPIC = "/real/joint_states"   # the "real" side of panda_pairs' pair bags
 GAP_PERIODS = DEFAULT_GAP_PERIODS      # a stamp gap of more than 5 periods ends a segment
 # Identifiability (check_identifiable): at least MIN_SAMPLES samples (2 s at 100 Hz; each sample
 # gives one equation per joint, a 7-link arm has 7 x 10 inertial parameters + 7 dampings), and
@@ -296,7 +296,7 @@ def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequen
              window_seconds: float = DEFAULT_WINDOW_SECONDS,
              polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
     """Identification data from the sensor_msgs/JointState messages of ``topic`` in a bag, read
-    by panda_sim2real's reader (:func:`panda_pairs.joint_state_bag.read_joint_states`).
+    by panda_pairs' reader (:func:`panda_pairs.joint_state_bag.read_joint_states`).
 
     Joints are mapped by name to ``joint_names`` (default: the joints present in every message,
     in the order of the first); stamps are the header stamps; an empty velocity field means

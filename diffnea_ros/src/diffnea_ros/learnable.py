@@ -19,8 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from diffnea_ros.algorithms import rnea
 from diffnea_ros.errors import DiffneaError
+from diffnea_ros.inverse_dynamics import rnea
 from diffnea_ros.model import Inertials, RigidBodyModel
 from diffnea_ros.parametrisation import make_parametrisation
 from diffnea_ros.regressor import chunked_regressor, regressor_torque, standard_parameters

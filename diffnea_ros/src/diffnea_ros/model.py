@@ -107,3 +107,8 @@ def as_batch(x: torch.Tensor, dof: int, name: str) -> torch.Tensor:
     if x.dim() != 2 or x.shape[1] != dof:
         raise ValueError(f"{name} must have shape (batch, {dof}), got {tuple(x.shape)}")
     return x
+
+
+def check_inputs(model: RigidBodyModel, **arrays: torch.Tensor) -> list[torch.Tensor]:
+    """The named joint-space inputs of an algorithm as (..., dof) batches (:func:`as_batch`)."""
+    return [as_batch(x, model.dof, name) for name, x in arrays.items()]

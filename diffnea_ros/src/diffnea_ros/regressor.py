@@ -20,8 +20,8 @@ from typing import Optional
 
 import torch
 
-from diffnea_ros.algorithms import _check, body_motion, joint_contributions
-from diffnea_ros.model import Inertials, RigidBodyModel
+from diffnea_ros.inverse_dynamics import body_motion, joint_contributions
+from diffnea_ros.model import Inertials, RigidBodyModel, check_inputs
 from diffnea_ros.vector3 import cross, skew
 
 NUM_STANDARD = 10   # parameters per body
@@ -52,7 +52,7 @@ def _inertia_columns(x: torch.Tensor) -> torch.Tensor:
 def regressor(model: RigidBodyModel, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor,
               gravity: bool = True) -> torch.Tensor:
     """Y (B, dof, nb, 10) with rnea(q, qd, qdd) = Y · standard_parameters + damping qd."""
-    q, qd, qdd = _check(model, q=q, qd=qd, qdd=qdd)
+    q, qd, qdd = check_inputs(model, q=q, qd=qd, qdd=qdd)
     motion = body_motion(model, q, qd, qdd, gravity)
     w, v, al, a = motion.omega, motion.vel, motion.alpha, motion.acc      # (B, nb, 3)
     a_prime = a + cross(w, v)

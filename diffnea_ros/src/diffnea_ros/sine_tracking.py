@@ -48,9 +48,10 @@ import numpy as np
 import torch
 
 from diffnea_ros.acceleration import DEFAULT_WINDOW_SECONDS, savgol_derivatives
-from diffnea_ros.algorithms import mass_matrix, rnea
+from diffnea_ros.crba import mass_matrix
 from diffnea_ros.errors import DataError, DiffneaError, UrdfError
 from diffnea_ros.identification import Samples
+from diffnea_ros.inverse_dynamics import rnea
 from diffnea_ros.model import GRAVITY, RigidBodyModel
 from diffnea_ros.urdf import RobotDescription, load_robot, with_inertials
 

@@ -34,8 +34,9 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from diffnea_ros.algorithms import mass_matrix, rnea
+from diffnea_ros.crba import mass_matrix
 from diffnea_ros.identification import nmse
+from diffnea_ros.inverse_dynamics import rnea
 from diffnea_ros.model import GRAVITY, RigidBodyModel
 from diffnea_ros.sine_tracking import (SineTrajectory, TrackingConfig, joint_limits,
                                        kuka_urdf_path, load_pybullet_robot, pd_gains)

@@ -1,6 +1,6 @@
 """Which trajectory is used for what: one split per bag, fixed before any stage learns.
 
-Random trajectories follow panda_sim2real's data set split (paper 000 §V: joint-space moves
+Random trajectories follow panda_pairs' data set split (paper 000 §V: joint-space moves
 80 % training / 15 % validation / 5 % test, the Cartesian moves a second test set), seeded.
 Task repeats are split in order of execution: the first ``train`` fraction makes the kernels,
 the next ``validation`` fraction is the acceptance gate's, the rest is the test.

@@ -24,7 +24,8 @@ from trifinger_controllers import cube
 from trifinger_controllers.alignment import CENTRE, Flip, SlideToCentre, YawRotation
 from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.evaluation import control_period
-from trifinger_controllers.controllers.cic import fit_to_limit, impedance_torques
+from trifinger_controllers.controllers.cic_terms import impedance_torques
+from trifinger_controllers.controllers.saturation import fit_to_limit
 from trifinger_controllers.grasps import GraspError
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import CUBE_WIDTH, N_FINGERS, N_JOINTS, PHYSICS_RATE, CubePose, Observation

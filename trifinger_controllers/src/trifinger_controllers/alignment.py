@@ -34,15 +34,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
-from trifinger_controllers import grasps
 from trifinger_controllers.controllers.base import CallInterval, Controller
-from trifinger_controllers.controllers.cic import (
-    CIC_PARAMETERS,
-    CartesianImpedanceController,
-    fit_to_limit,
-    impedance_torques,
-)
+from trifinger_controllers.controllers.cic import CIC_PARAMETERS, CartesianImpedanceController
+from trifinger_controllers.controllers.cic_terms import impedance_torques
 from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase
+from trifinger_controllers.controllers.saturation import fit_to_limit
+from trifinger_controllers.grasp_geometry import FINGER_DIRECTIONS, TIP_RADIUS
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.task import RESTING_HEIGHT
@@ -249,9 +246,9 @@ class Flip(Controller):
             if self.face not in side:
                 raise TrifingerError(f"face {self.face} is not a side face of the resting cube")
             face = self.face
-            pusher = int(np.argmax(grasps.FINGER_DIRECTIONS @ normals[face]))
+            pusher = int(np.argmax(FINGER_DIRECTIONS @ normals[face]))
         else:
-            scores = grasps.FINGER_DIRECTIONS @ normals[side].T            # (finger, face)
+            scores = FINGER_DIRECTIONS @ normals[side].T            # (finger, face)
             pusher, k = np.unravel_index(int(np.argmax(scores)), scores.shape)
             face = side[int(k)]
         self.pushed_face = int(face)
@@ -265,7 +262,7 @@ class Flip(Controller):
         self._pivot = centre - HALF_WIDTH * n - HALF_WIDTH * z
         self._axis = np.cross(z, -n)                                          # top moves along -n
         contact = centre + HALF_WIDTH * n + (HALF_WIDTH - self.PUSH_BELOW_TOP) * z
-        self._start_tip = contact + grasps.TIP_RADIUS * n
+        self._start_tip = contact + TIP_RADIUS * n
         tips = self.kin.tip_positions(observation.robot.position)
         self._targets = tips.copy()
         self._waypoint = tips.copy()

@@ -21,7 +21,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from trifinger_controllers import cube
-from trifinger_controllers.grasps import TIP_RADIUS
+from trifinger_controllers.grasp_geometry import TIP_RADIUS
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.types import CUBE_WIDTH, N_FINGERS, CubePose
 from trifinger_controllers.errors import TrifingerError
@@ -139,7 +139,7 @@ class GraspPathPlanner:
     Args:
         kinematics: the fingers' model (its workspace is used; one planner per thread).
         tip_offsets_cube: (3, 3) fingertip centres in the cube frame (a grasp's
-            :meth:`~trifinger_controllers.grasps.Grasp.tip_offsets`).
+            :meth:`~trifinger_controllers.grasp_geometry.Grasp.tip_offsets`).
         config: budget and thresholds.
     """
 

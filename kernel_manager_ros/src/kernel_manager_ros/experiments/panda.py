@@ -92,7 +92,7 @@ def split(n: int, held_out: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def collect(out: str, trajectories: int, seed: int, progress: bool) -> dict[str, Any]:
-    """Record a pair bag with panda_sim2real's in-process collector (both robots in lock-step)."""
+    """Record a pair bag with panda_pairs' in-process collector (both robots in lock-step)."""
     from panda_pairs import CollectionRequest, run_collection
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     return run_collection(CollectionRequest(out=out, trajectories=trajectories, seed=seed,

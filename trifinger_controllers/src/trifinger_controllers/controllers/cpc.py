@@ -9,31 +9,24 @@ The motion primitives ABOVE, BESIDE, CLOSE, MOVE, HOLD (and RETREAT with a re-gr
 is lost) move the targets; the grip comes from targets ``press_depth`` inside the cube along the
 grasp's squeeze directions. Additions to the paper, each behind its parameter: the weight
 feed-forward (``weight_feedforward``), the camera integral (``cube_gain``) and the yaw at levels
-1-3 that keeps a finger off its weak base joint at far goals (``GOAL_YAW_TORQUE``). Grasps are
-planned off the control call (grasp_planner.py). Details and the measurements behind them:
-README.md, "How the controllers work". Simulation results.
+1-3 that keeps a finger off its weak base joint at far goals (``GOAL_YAW_TORQUE``,
+cpc_grasp_plan.py). Grasps are planned off the control call (grasp_planner.py). Details and the
+measurements behind them: README.md, "How the controllers work". Simulation results.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Optional, Tuple
 
 import numpy as np
 
 from trifinger_controllers import cube as cube_geometry
-from trifinger_controllers import grasps
 from trifinger_controllers.controllers.base import CallInterval, Controller
-from trifinger_controllers.controllers.grasp_phases import (
-    GraspSelection,
-    GraspSpec,
-    Phase,
-    check_setup,
-    grasp_selection,
-)
+from trifinger_controllers.controllers.cpc_grasp_plan import CpcGraspSelection, GraspPlan
+from trifinger_controllers.controllers.grasp_phases import GraspSpec, Phase, check_setup, grasp_selection
 from trifinger_controllers.controllers.grasp_planner import DEFAULT_LATENCY, GraspPlanner
 from trifinger_controllers.controllers.stamped_history import StampedHistory
+from trifinger_controllers.grasp_geometry import Grasp
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.types import CUBE_MASS, N_FINGERS, CubePose, Observation
@@ -55,13 +48,6 @@ INTEGRAL_LIMIT = 0.01
 CORRECTION_LIMIT = 0.02
 #: Camera errors larger than this [m] are not integrated (slip or loss, not an offset).
 CORRECTION_ERROR_LIMIT = 0.02
-#: Largest yaw [rad] the cube is turned by on the way to a level 1-3 goal, the candidates'
-#: spacing, the holding torque [N m] above which a turn is looked for, and the squeeze force
-#: [N] of the most loaded fingertip that holding torque assumes.
-MAX_GOAL_YAW = np.deg2rad(45.0)
-GOAL_YAW_STEP = np.deg2rad(15.0)
-GOAL_YAW_TORQUE = 0.28
-NOMINAL_GRIP = 1.5
 #: Fingertip history kept for the loss check [controller calls] (0.5 s at 200 Hz).
 TIP_HISTORY = 100
 #: Limit [rad] of each component of the orientation correction.
@@ -174,88 +160,13 @@ class CubePath:
         return self._distance(t) >= self.length
 
 
-# ------------------------------------------------------------------------------ grasp selection
-@dataclass(frozen=True)
-class GraspPlan:
-    """A grasp as CPC holds it (cube frame): ``surface_offsets`` (3, 3) the tip centres touching
-    the contacts, ``squeeze`` (3, 3) the squeeze directions (grasps.squeeze_directions),
-    ``support`` (3, 3) the contact forces carrying the fed-forward weight without a moment about
-    the centre, and ``goal_turn`` the turn (quaternion) about the vertical on the way to a level
-    1-3 goal."""
-
-    grasp: grasps.Grasp
-    surface_offsets: np.ndarray
-    squeeze: np.ndarray
-    support: np.ndarray
-    goal_turn: np.ndarray = field(default_factory=lambda: cube_geometry.IDENTITY.copy())
-
-    def holding_torque(self, pose: CubePose, kinematics: FingerKinematics) -> float:
-        """Largest joint torque [N m] of gravity compensation, cube weight and a NOMINAL_GRIP
-        squeeze with the grasp at cube ``pose`` (fingers by IK; inf if out of reach): how weak
-        the fingers are there."""
-        targets = cube_geometry.to_world(pose, self.surface_offsets)
-        q = kinematics.inverse_kinematics(targets)
-        if np.max(np.linalg.norm(kinematics.tip_positions(q) - targets, axis=1)) > grasps.IK_TOLERANCE:
-            return float("inf")
-        jac = kinematics.tip_jacobians(q)
-        forces = cube_geometry.rotate(pose.orientation, NOMINAL_GRIP * self.squeeze + self.support)
-        tau = np.einsum("fji,fj->fi", jac, forces) + kinematics.gravity(q).reshape(N_FINGERS, 3)
-        return float(np.max(np.abs(tau)))
-
-    def goal_orientation(self, q_start: np.ndarray, goal: np.ndarray,
-                         kinematics: FingerKinematics) -> np.ndarray:
-        """Levels 1-3: the grasped orientation, unless holding the cube at the goal needs more
-        than GOAL_YAW_TORQUE; then the smallest turn about the vertical (steps of GOAL_YAW_STEP
-        up to MAX_GOAL_YAW) that needs less, or else the one that needs least (turning a held
-        cube costs accuracy, so it is done only where a finger would be too weak)."""
-        def need(q: np.ndarray) -> float:
-            return self.holding_torque(CubePose(goal, q), kinematics)
-
-        best_q, best = q_start, need(q_start)
-        if best <= GOAL_YAW_TORQUE:
-            return q_start
-        for yaw in np.arange(GOAL_YAW_STEP, MAX_GOAL_YAW + 1e-9, GOAL_YAW_STEP):
-            for signed in (yaw, -yaw):
-                q = cube_geometry.multiply(cube_geometry.from_yaw(signed), q_start)
-                torque = need(q)
-                if torque < best:
-                    best_q, best = q, torque
-            if best <= GOAL_YAW_TORQUE:
-                break
-        return best_q
-
-
-@dataclass(frozen=True)
-class CpcGraspSelection:
-    """CPC's grasp selection, run by the GraspPlanner off the control call: the grasp for the
-    observed cube and goal, its squeeze and weight support (``weight_force`` [N] fed forward)
-    and, at levels 1-3, the turn on the way to the goal (IK, 1-5 ms)."""
-
-    grasp: GraspSelection
-    weight_force: float
-
-    def __call__(self, observation: Observation, kinematics: FingerKinematics,
-                 regrasp: bool = False) -> GraspPlan:
-        grasp = self.grasp(observation, kinematics, regrasp)
-        # the cube's weight carried without a moment about its centre (cube frame; constant
-        # while only the yaw changes)
-        q0 = np.asarray(observation.cube.orientation, dtype=float)
-        up = cube_geometry.rotate(cube_geometry.conjugate(q0), [0.0, 0.0, 1.0])
-        plan = GraspPlan(grasp, grasp.tip_offsets(), grasps.squeeze_directions(grasp),
-                         grasps.weight_support_forces(grasp, self.weight_force * up))
-        if self.grasp.level == 4:
-            return plan
-        chosen = plan.goal_orientation(q0, np.asarray(observation.goal.position, dtype=float), kinematics)
-        return dataclasses.replace(plan, goal_turn=cube_geometry.relative(q0, chosen))
-
-
 # ------------------------------------------------------------------------------ the controller
 class CartesianPositionController(Controller):
     """CPC of §IV-B with any grasp (default TG), 200 Hz.
 
     Args:
         grasp: grasp name (tg, cg, og, pg) or names (the first reachable), a
-            :class:`grasps.Grasp` (cube frame, used as is), or a callable ``observation ->
+            :class:`Grasp` (cube frame, used as is), or a callable ``observation ->
             Grasp`` called at every (re)grasp, on the grasp planner's thread.
         params: a :data:`CPC_PARAMETERS` set (default values if None).
         kinematics: the fingers' kinematics (a new one if None).
@@ -277,7 +188,7 @@ class CartesianPositionController(Controller):
         self.grasp_planner: GraspPlanner[GraspPlan] = GraspPlanner(
             CpcGraspSelection(grasp_selection("cpc", grasp, self.level, FALLBACK_GRASPS), self._weight_force),
             self.kin, DEFAULT_LATENCY, name="cpc-grasp-planner")
-        self.grasp: Optional[grasps.Grasp] = None
+        self.grasp: Optional[Grasp] = None
         self.grasp_plan: Optional[GraspPlan] = None
         self.phase = Phase.ABOVE
         self.regrasps = 0

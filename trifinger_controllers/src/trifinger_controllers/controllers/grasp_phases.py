@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple, Union
 
 from trifinger_controllers import grasps
+from trifinger_controllers.grasp_geometry import Grasp
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import ParameterSet
 from trifinger_controllers.types import Observation
@@ -16,7 +17,7 @@ from trifinger_controllers.errors import TrifingerError
 
 #: A grasp name (tg, cg, og, pg), names tried in order (the first reachable), a fixed Grasp (cube
 #: frame) or a callable ``observation -> Grasp``.
-GraspSpec = Union[str, Tuple[str, ...], grasps.Grasp, Callable[[Observation], grasps.Grasp]]
+GraspSpec = Union[str, Tuple[str, ...], Grasp, Callable[[Observation], Grasp]]
 
 
 class Phase(enum.Enum):
@@ -42,10 +43,10 @@ class GraspSelection:
     fallback: Tuple[str, ...] = ()
 
     def __call__(self, observation: Observation, kinematics: FingerKinematics,
-                 regrasp: bool = False) -> grasps.Grasp:
+                 regrasp: bool = False) -> Grasp:
         """GraspError if no grasp is reachable."""
         spec = self.spec
-        if isinstance(spec, grasps.Grasp):
+        if isinstance(spec, Grasp):
             return spec
         if callable(spec):
             try:
@@ -78,7 +79,7 @@ def grasp_selection(controller: str, grasp: GraspSpec, level: int,
         for name in ((grasp,) if isinstance(grasp, str) else grasp) + tuple(fallback):
             if name not in grasps.STRATEGIES:
                 raise TrifingerError(f"unknown grasp {name!r}: expected one of {sorted(grasps.STRATEGIES)}")
-    elif not (isinstance(grasp, grasps.Grasp) or callable(grasp)):
+    elif not (isinstance(grasp, Grasp) or callable(grasp)):
         raise TypeError(f"{controller}: grasp must be a name, a Grasp or a callable, got {type(grasp).__name__}")
     return GraspSelection(grasp, level, tuple(fallback))
 

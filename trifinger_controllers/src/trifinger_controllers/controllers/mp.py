@@ -1,10 +1,10 @@
 """Grasp and motion planning controller, MP (paper 004 §IV-A), at 500 Hz.
 
 ``reset`` selects a grasp (PG: the heuristic candidates, then random force-closure grasps) and
-plans the cube's path to the goal with the grasp maintained (rrt.py, RRT-Connect in task space,
-the fingers by IK); the plan is followed by a joint PD with gravity compensation and a share of
-the cube's weight, ``tau = K_p (q_ref - q) - K_d qdot + g(q) + J^T f_w`` (§IV-A), then corrected
-by appended straight segments from the observed pose (``correction_gain``,
+plans the cube's path to the goal with the grasp maintained (mp_planning.py; rrt.py, RRT-Connect
+in task space, the fingers by IK); the plan is followed by a joint PD with gravity compensation
+and a share of the cube's weight, ``tau = K_p (q_ref - q) - K_d qdot + g(q) + J^T f_w`` (§IV-A),
+then corrected by appended straight segments from the observed pose (``correction_gain``,
 ``correction_duration``); a drop re-plans (at most ``MAX_REGRASPS``). Planning never runs in the
 control call (grasp_planner.py). Details: README.md, "How the controllers work". Simulation
 results.
@@ -15,10 +15,7 @@ import bisect
 import collections
 import dataclasses
 import enum
-import itertools
-import time
-from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Union
+from typing import List, Optional
 
 import numpy as np
 
@@ -26,12 +23,19 @@ from trifinger_controllers import cube
 from trifinger_controllers import grasps as grasp_lib
 from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.controllers.grasp_planner import GraspPlanner
-from trifinger_controllers.grasps import Grasp
+from trifinger_controllers.controllers.mp_planning import (
+    GraspSource,
+    MpPlan,
+    MpPlanning,
+    PlanningAttempt,
+    squeezed_joints,
+)
+from trifinger_controllers.grasp_geometry import Grasp
 from trifinger_controllers.kinematics import FingerKinematics
 from trifinger_controllers.params import Parameter, ParameterSet
 from trifinger_controllers.rrt import GraspPathPlanner, Plan, PlannerConfig
 from trifinger_controllers.task import check_level
-from trifinger_controllers.types import CUBE_MASS, CUBE_WIDTH, N_FINGERS, CubePose, Observation
+from trifinger_controllers.types import CUBE_MASS, CUBE_WIDTH, N_FINGERS, Observation
 from trifinger_controllers.errors import TrifingerError
 
 GRAVITY = 9.81
@@ -39,10 +43,6 @@ GRAVITY = 9.81
 #: default position controller (kp 15/15/9, kd 0.5/1/0.5): K_p = kp * KP_PROFILE etc.
 KP_PROFILE = np.tile([1.0, 1.0, 0.6], N_FINGERS)
 KD_PROFILE = np.tile([1.0, 2.0, 1.0], N_FINGERS)
-#: Approach geometry [m]: the tips rise to this far above the cube's top, move over the
-#: pre-grasp positions this far outside the faces, then descend beside them.
-APPROACH_HEIGHT = 0.03
-APPROACH_CLEARANCE = 0.02
 #: Fractions of ``approach_time`` for rising, moving over and descending.
 APPROACH_SPLIT = (0.25, 0.4, 0.35)
 #: Time [s] the closed grasp settles before the cube is moved.
@@ -62,14 +62,6 @@ MAX_REGRASPS = 3
 CORRECTION_FLOOR_DEPTH = 0.008
 #: Fingertip error [m] the corrections accept where a finger cannot quite reach the contact.
 CORRECTION_IK_TOLERANCE = 0.006
-#: Candidates planned again without the collision checks when none has a plan.
-RELAXED_ATTEMPTS = 3
-#: Number of random force-closure grasps PG tries after the heuristic ones.
-N_SAMPLED_GRASPS = 10
-#: Goal region of levels 1-3: turns [deg] of the cube about the vertical, in order of preference.
-GOAL_YAWS = (0.0, 15.0, -15.0, 30.0, -30.0, 45.0, -45.0, 60.0, -60.0, 90.0, -90.0)
-#: Goal region of level 4: fractions of the rotation to the goal orientation, in that order.
-GOAL_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.0)
 #: Deterministic runs: a re-plan is taken this long [s] after it was asked for (planning takes
 #: about 0.1 s of wall time per grasp attempt at level 3, 0.04 s at level 4; grasp_planner.py).
 PLAN_LATENCY = 0.3
@@ -93,8 +85,6 @@ MP_PARAMETERS = ParameterSet("mp", [
     Parameter("lift_height", 0.01, 0.0, 0.04,
               "the cube is carried at least this high above the floor [m]; the corrections lower it"),
 ])
-
-GraspSource = Union[str, Grasp, Callable[[Observation], Grasp]]
 
 
 class TipHistory:
@@ -134,18 +124,6 @@ class Phase(enum.Enum):
     RELEASE = 3    # opening the hand after a drop, then re-planning
 
 
-@dataclass(frozen=True)
-class PlanningAttempt:
-    """One grasp tried by the planner: its strategy name, wall-clock planning time [s],
-    whether a path was found and the RRT-Connect iterations (0: direct path)."""
-
-    grasp: str
-    time: float
-    success: bool
-    iterations: int = 0
-    relaxed: bool = False      # planned without the collision checks
-
-
 class JointTrajectory:
     """Piecewise-linear joint reference through ``waypoints`` (K, 9) reached at ``times`` (K,)
     [s, simulated]; held at the last waypoint afterwards."""
@@ -171,159 +149,6 @@ class JointTrajectory:
         t0, t1 = self.times[k - 1], self.times[k]
         a = (t - t0) / max(t1 - t0, 1e-12)
         return (1 - a) * self.waypoints[k - 1] + a * self.waypoints[k]
-
-
-@dataclass(frozen=True)
-class MpPlan:
-    """What :class:`MpPlanning` hands to the controller: the grasp, the path (squeezed joint
-    positions), the planner that found it (on the planning thread's kinematics), every attempt,
-    and the approach: joint positions (3, 9) with the tips raised straight up, over the
-    pre-grasp positions and beside the contacts, and those holding the plan's last pose. The
-    grasp and path are None if no grasp is reachable."""
-
-    grasp: Optional[Grasp]
-    plan: Optional[Plan]
-    planner: Optional[GraspPathPlanner]
-    attempts: List[PlanningAttempt]
-    approach: Optional[np.ndarray] = None
-    target_joints: Optional[np.ndarray] = None
-
-
-def squeezed_joints(kinematics: FingerKinematics, grasp: Grasp, squeeze: float, position: np.ndarray,
-                    orientation: np.ndarray, q_seed: np.ndarray) -> np.ndarray:
-    """Joint positions commanding the fingertips ``squeeze`` [m] inside the faces at a cube pose."""
-    targets = cube.rotate(orientation, grasp.tip_offsets(squeeze)) + position
-    return kinematics.inverse_kinematics(targets, q_seed, iterations=60)
-
-
-@dataclass(frozen=True)
-class MpPlanning:
-    """MP's grasp selection and path planning (§IV-A) for an observation, run by the
-    GraspPlanner off the control call with its own kinematics; ``rng`` (the controller's, handed
-    over with each request) seeds the planner and PG's sampled grasps."""
-
-    grasp_source: GraspSource
-    params: ParameterSet
-    level: int
-    planner_config: PlannerConfig
-
-    def __call__(self, observation: Observation, kinematics: FingerKinematics,
-                 rng: np.random.Generator) -> MpPlan:
-        attempts: List[PlanningAttempt] = []
-        grasp, plan, planner = self.select_grasp_and_plan(observation, kinematics, rng, attempts)
-        if plan is None:
-            return MpPlan(None, None, None, attempts)
-        q = np.asarray(observation.robot.position, dtype=float)
-        start = plan.pose(0)
-        beside = cube.to_world(start, grasp.tip_offsets(-APPROACH_CLEARANCE))
-        safe_height = float(np.max(cube.corners(start)[:, 2])) + APPROACH_HEIGHT
-        raised = kinematics.tip_positions(q)                  # straight up, clear of the cube
-        raised[:, 2] = np.maximum(raised[:, 2], safe_height)
-        above = beside.copy()                                 # over the pre-grasp positions
-        above[:, 2] = np.maximum(above[:, 2], safe_height)
-        q_raised = kinematics.inverse_kinematics(raised, q)
-        q_above = kinematics.inverse_kinematics(above, q_raised)
-        q_beside = kinematics.inverse_kinematics(beside, q_above)
-        target = planner.configuration(plan.positions[-1], plan.orientations[-1], plan.joint_positions[-1])
-        if target is None:  # (the plan's last pose is valid: a different IK branch)
-            target = plan.joint_positions[-1]
-        return MpPlan(grasp, plan, planner, attempts, np.stack([q_raised, q_above, q_beside]), target)
-
-    def goal_poses(self, observation: Observation) -> List[CubePose]:
-        """The goal region the planner may end in, in order of preference; the goal is raised
-        to ``lift_height`` above the floor if it is lower (no dragging on the floor). Levels 1-3 ignore
-        the orientation: the goal position with the cube's current orientation turned about
-        the vertical by up to ``GOAL_YAWS`` (the turn lets the fingers reach goals near the
-        arena's edge). Level 4: the goal orientation, then orientations between it and the
-        current one ("the planner may have only found a point near the goal for which the grasp
-        is valid", §VII)."""
-        position = np.asarray(observation.goal.position, float).copy()
-        position[2] = max(position[2], CUBE_WIDTH / 2 + self.params.lift_height)
-        current = cube.normalize(observation.cube.orientation)
-        if self.level == 4:
-            goal = cube.normalize(observation.goal.orientation)
-            rotvec = cube.relative_rotation_vector(current, goal)
-            return [CubePose(position, cube.normalize(cube.multiply(cube.from_rotation_vector(f * rotvec), current)))
-                    for f in GOAL_FRACTIONS]
-        return [CubePose(position, cube.normalize(cube.multiply(cube.from_yaw(np.deg2rad(a)), current)))
-                for a in GOAL_YAWS]
-
-    def candidates(self, observation: Observation, kinematics: FingerKinematics,
-                   rng: np.random.Generator) -> Iterator[Grasp]:
-        """The grasps to plan with, lazily. PG: the heuristic grasps reachable at the start and
-        the goal first, then the other heuristic grasps reachable at the start (the planner may
-        turn the cube at the goal), then sampled force-closure grasps."""
-        pose, goal = observation.cube, observation.goal
-        source = self.grasp_source
-        if isinstance(source, Grasp):
-            yield source
-        elif callable(source):
-            yield source(observation)
-        elif source != "pg":
-            try:
-                yield grasp_lib.make_grasp(source, pose, goal, kinematics, level=self.level)
-            except grasp_lib.GraspError:
-                return
-        else:
-            seen: List[np.ndarray] = []
-            for grasp in itertools.chain(
-                    grasp_lib.heuristic_candidates(pose, goal, kinematics, level=self.level),
-                    grasp_lib.heuristic_candidates(pose, None, kinematics, level=self.level)):
-                if not any(np.array_equal(grasp.contact_points, s) for s in seen):
-                    seen.append(grasp.contact_points)
-                    yield grasp
-            yield from grasp_lib.sample_force_closure_grasps(
-                rng, N_SAMPLED_GRASPS, cube_pose=pose, kinematics=kinematics, level=self.level)
-
-    def select_grasp_and_plan(self, observation: Observation, kinematics: FingerKinematics,
-                              rng: np.random.Generator, attempts: List[PlanningAttempt]):
-        """(grasp, plan, planner) of the first candidate with a path to the goal region; every
-        attempt is appended to ``attempts``.
-
-        If no candidate has one, the first ``RELAXED_ATTEMPTS`` candidates are planned again
-        without the collision checks (a given TG/CG/OG grasp is then still executed, as in the
-        paper's mix and match); failing that, the first candidate that can hold the cube where
-        it is gets a one-pose plan (the appended segments then move it); (None, None, None) if
-        no grasp is reachable at all.
-
-        The planner checks the grasp with the fingertips touching the faces (the real contact
-        geometry); the plan's joint positions are then re-solved for the commanded targets
-        ``squeeze`` inside the faces (benchmark-rrc "tightens" its planned grasp likewise)."""
-        start = CubePose(np.asarray(observation.cube.position, float),
-                         cube.normalize(observation.cube.orientation))
-        goals = self.goal_poses(observation)
-        q = np.asarray(observation.robot.position, dtype=float)
-        tried: List[Grasp] = []
-        fallback = None
-        relaxed = dataclasses.replace(self.planner_config, check_collisions=False)
-        passes = itertools.chain(((g, self.planner_config) for g in self.candidates(observation, kinematics, rng)),
-                                 ((g, relaxed) for g in itertools.islice(tried, RELAXED_ATTEMPTS)))
-        for grasp, base in passes:
-            if base is self.planner_config:
-                tried.append(grasp)
-            config = dataclasses.replace(base, max_time=self.params.planning_time,
-                                         seed=int(rng.integers(2 ** 31)))
-            planner = GraspPathPlanner(kinematics, grasp.tip_offsets(0.0), config)
-            t0 = time.perf_counter()
-            plan = planner.plan(start, goals, q)
-            attempts.append(PlanningAttempt(
-                grasp.name, time.perf_counter() - t0, plan is not None,
-                0 if plan is None else plan.iterations, relaxed=not base.check_collisions))
-            if plan is not None:
-                return grasp, self.squeezed(plan, grasp, kinematics), planner
-            if fallback is None:
-                q_start = planner.configuration(start.position, start.orientation, q)
-                if q_start is not None:
-                    one = Plan(start.position[None], start.orientation[None], q_start[None],
-                               planner.tip_targets(start.position, start.orientation)[None])
-                    fallback = (grasp, self.squeezed(one, grasp, kinematics), planner)
-        return fallback if fallback is not None else (None, None, None)
-
-    def squeezed(self, plan: Plan, grasp: Grasp, kinematics: FingerKinematics) -> Plan:
-        """``plan`` with joint positions for the squeezed fingertip targets."""
-        joints = np.array([squeezed_joints(kinematics, grasp, self.params.squeeze, p, o, q) for p, o, q in
-                           zip(plan.positions, plan.orientations, plan.joint_positions)])
-        return dataclasses.replace(plan, joint_positions=joints)
 
 
 class MotionPlanningController(Controller):

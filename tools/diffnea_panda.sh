@@ -23,14 +23,14 @@ if [ ! -f "$work/pairs_id.bag" ]; then
   rosrun panda_pairs collect --trajectories "$n_id" --seed 3000 --out "$work/pairs_id.bag" --quiet
 fi
 echo "== identify ($param) from /real/joint_states"
+# with the simulator's configuration for the identified URDF (panda_sim2real's identified config,
+# at the shipped physics rate; nothing else identified)
+rate="$(python -c 'from panda_sim2real import SIM_CONFIG_FILE, RobotConfig; print(RobotConfig.from_yaml(SIM_CONFIG_FILE).physics_rate)')"
 rosrun diffnea_ros identify --data "$work/pairs_id.bag" --urdf "$nominal" --param "$param" \
-  --epochs "$epochs" --out "$work/panda_identified.urdf" --json "$results/panda_identify.json" --quiet \
+  --epochs "$epochs" --out "$work/panda_identified.urdf" --sim-config "$work/panda_sim_identified.yaml" \
+  --physics-rate "$rate" --json "$results/panda_identify.json" --quiet \
   | tee "$results/panda_identify.txt"
 cp "$work/panda_identified.urdf" "$work/panda_identified.yaml" "$results/"
-
-# the simulator's configuration with the identified URDF (everything else as shipped)
-sed "s|^urdf: .*|urdf: $work/panda_identified.urdf|" \
-  "$root/panda_sim2real/config/sim/panda_sim.yaml" > "$work/panda_sim_identified.yaml"
 for sim in nominal identified; do
   config="$root/panda_sim2real/config/sim/panda_sim.yaml"
   [ "$sim" = identified ] && config="$work/panda_sim_identified.yaml"

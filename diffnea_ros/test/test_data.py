@@ -305,7 +305,7 @@ def test_pairs_give_one_segment_per_chosen_trajectory_of_the_robot(tmp_path):
                                      show_progress=False))
     data = load_pairs(bag, [1, 3])
     assert data.joint_names == tuple(f"panda_joint{j}" for j in range(1, 8))
-    assert data.n_segments == 2 and "reality stand-in" in data.source
+    assert data.n_segments == 2 and data.trajectories == (1, 3) and data.label == "reality stand-in"
     pairs = {p.trajectory_id: p for p in read_pairs(bag, data.joint_names).pairs}
     for k, tid in enumerate((1, 3)):
         np.testing.assert_array_equal(data.t[data.segment == k], pairs[tid].real.t)

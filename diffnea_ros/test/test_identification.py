@@ -197,7 +197,8 @@ def test_identify_tool_on_a_pair_bag_writes_the_simulators_config(tmp_path):
                           "--sim-config", str(sim), "--json", str(report), "--quiet")
     assert result.returncode == 0, result.stderr
     figures = json.loads(report.read_text())
-    assert figures["trajectories"] == len(train) and figures["physics_rate"] == 2000
+    assert figures["trajectory_ids"] == sorted(train) and figures["physics_rate"] == 2000
+    assert figures["trajectories"] == len(train) and figures["label"] == "reality stand-in"
     config = RobotConfig.from_yaml(str(sim))
     assert config.urdf == str(out) and config.physics_rate == 2000
     assert config.label == "simulation (identified)"

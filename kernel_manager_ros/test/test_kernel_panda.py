@@ -1,5 +1,5 @@
 """Kernels applied to the Panda (panda.py, experiments/panda.py): histories from a small
-panda_sim2real pair bag, the manager applied through SimulatedRobot.set_state, the experiment's
+panda_pairs pair bag, the manager applied through SimulatedRobot.set_state, the experiment's
 JSON, bad input."""
 import dataclasses
 import importlib.machinery

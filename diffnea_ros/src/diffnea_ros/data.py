@@ -12,6 +12,7 @@ whole contiguous blocks so that held-out samples never interleave with training 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import zipfile
@@ -64,6 +65,8 @@ class IdentificationData:
     segment: np.ndarray
     source: str = ""
     dropped: Mapping[str, int] = field(default_factory=dict)
+    trajectories: tuple[int, ...] = ()   # the pair bag's trajectory ids they hold (load_pairs)
+    label: str = ""                      # what the robot was (a pair bag's /real/label)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -94,9 +97,8 @@ class IdentificationData:
 
     def take(self, index: np.ndarray) -> "IdentificationData":
         """The rows ``index`` (integer indices or a boolean mask), same metadata."""
-        return IdentificationData(self.t[index], self.q[index], self.qd[index], self.qdd[index],
-                                  self.tau[index], self.joint_names, self.segment[index],
-                                  self.source, self.dropped)
+        return dataclasses.replace(self, t=self.t[index], q=self.q[index], qd=self.qd[index],
+                                   qdd=self.qdd[index], tau=self.tau[index], segment=self.segment[index])
 
     def split(self, fraction_heldout: float = 0.2, seed: int = 0,
               n_blocks: int = 10) -> tuple["IdentificationData", "IdentificationData"]:
@@ -132,8 +134,7 @@ class IdentificationData:
             held.append(int(i))
             total += int(sizes[i])
         mask = np.isin(block, held)
-        relabelled = IdentificationData(self.t, self.q, self.qd, self.qdd, self.tau,
-                                        self.joint_names, block, self.source, self.dropped)
+        relabelled = dataclasses.replace(self, segment=block)
         return relabelled.take(~mask), relabelled.take(mask)
 
     def batches(self, batch_size: int, shuffle: bool = False,
@@ -327,12 +328,12 @@ def load_pairs(path: str, trajectory_ids: Optional[Sequence[int]] = None,
     reader: the complete pairs among ``trajectory_ids`` (default all), one segment each, so that
     derivatives never straddle two trajectories; measured velocities are kept. Held-out
     trajectories of a data set's split never enter it when their ids are left out."""
-    from panda_pairs import BagError, read_pairs
-    from panda_sim2real import JointLimits
-    names = [str(n) for n in joint_names] if joint_names is not None else list(JointLimits.from_yaml().joint_names)
+    from panda_pairs import read_pairs
+    from panda_sim2real import JointLimits, PandaError
     try:
+        names = [str(n) for n in joint_names] if joint_names is not None else list(JointLimits.from_yaml().joint_names)
         recording = read_pairs(path, names)
-    except BagError as exc:
+    except PandaError as exc:
         raise DataError(str(exc)) from None
     wanted = None if trajectory_ids is None else {int(i) for i in trajectory_ids}
     pairs = [p for p in recording.pairs
@@ -342,9 +343,10 @@ def load_pairs(path: str, trajectory_ids: Optional[Sequence[int]] = None,
                         f"trajectories on /real/joint_states")
     segment = np.concatenate([np.full(len(p.real), k, dtype=np.int64) for k, p in enumerate(pairs)])
     source = f"{recording.label}: pair bag {path} ({len(pairs)} trajectories, /real)"
-    return _assemble(np.concatenate([p.real.t for p in pairs]), np.concatenate([p.real.q for p in pairs]),
+    data = _assemble(np.concatenate([p.real.t for p in pairs]), np.concatenate([p.real.q for p in pairs]),
                      np.concatenate([p.real.qd for p in pairs]), np.concatenate([p.real.tau for p in pairs]),
                      None, segment, names, source, {}, window_seconds, polyorder)
+    return dataclasses.replace(data, trajectories=tuple(p.trajectory_id for p in pairs), label=recording.label)
 
 
 def load_data(path: str, joint_names: Optional[Sequence[str]] = None,

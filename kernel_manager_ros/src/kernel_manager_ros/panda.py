@@ -1,5 +1,5 @@
 """State-space kernels for the Panda (issue 7, "Applied to the Panda"): paper 001 §3 on
-panda_sim2real's pair bags, with the PyBullet simulator (``/sim``) as M_sim and the reality
+panda_pairs' pair bags, with the PyBullet simulator (``/sim``) as M_sim and the reality
 stand-in (``/real``, MuJoCo with the identified dynamics; never a real robot) as M_phy. The
 held-out experiment with its figures and plots is :mod:`kernel_manager_ros.experiments.panda`.
 

@@ -11,7 +11,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "errors": ["ConfigError", "PandaError", "TrajectoryRejected"],
     "gazebo_model": ["GazeboModel", "SIMS"],
     "gazebo_robot": ["GazeboRobot"],
-    "identified_config": ["IDENTIFIED_LABEL", "JointIdentification", "identified_config", "stable_rate",
+    "identified_config": ["IDENTIFIED_LABEL", "JointIdentification", "identified_sim_config", "stable_rate",
         "write_identified_config"],
     "limits": ["CONFIG_DIR", "DEFAULT_LIMITS_FILE", "JointLimits"],
     "motion_limits": ["HermiteSegments", "check_motion_limits", "motion_extremes"],

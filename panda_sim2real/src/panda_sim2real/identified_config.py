@@ -33,7 +33,7 @@ class JointIdentification:
     offset: Optional[Sequence[float]] = None
 
 
-def identified_config(urdf: str, physics_rate: float, joints: JointIdentification,
+def identified_sim_config(urdf: str, physics_rate: float, joints: JointIdentification,
                       base: str = SIM_CONFIG_FILE) -> dict[str, Any]:
     """The simulator's configuration mapping (``base``'s schema) with the identified model."""
     with open(base, encoding="utf-8") as f:
@@ -53,7 +53,7 @@ def stable_rate(urdf: str, joints: JointIdentification, configurations: np.ndarr
     """The lowest physics rate at which the simulator's PID is stable on the identified model,
     over ``configurations`` (joint positions, one row each)."""
     from panda_sim2real.stability import stable_physics_rate
-    config = RobotConfig.from_dict(identified_config(urdf, 1000.0, joints, base), "identified model")
+    config = RobotConfig.from_dict(identified_sim_config(urdf, 1000.0, joints, base), "identified model")
     return stable_physics_rate(config, configurations)
 
 
@@ -69,7 +69,7 @@ def write_identified_config(urdf: str, joints: JointIdentification, out: str,
             raise ConfigError("an identified config needs a physics rate or the configurations "
                               "to find a stable one at")
         physics_rate = stable_rate(urdf, joints, configurations)
-    raw = identified_config(urdf, physics_rate, joints)
+    raw = identified_sim_config(urdf, physics_rate, joints)
     text = (f"# The simulator with the model identified by {source}\n"
             f"# (panda_sim2real config/sim/panda_sim.yaml otherwise).\n"
             + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None))

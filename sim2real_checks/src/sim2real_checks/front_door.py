@@ -13,6 +13,7 @@ Usage in a package's ``__init__.py``::
 """
 from __future__ import annotations
 
+import pkgutil
 from importlib import import_module
 from typing import Any, Callable, Mapping, Sequence
 
@@ -22,15 +23,20 @@ __all__ = ["lazy_exports"]
 def lazy_exports(package: str, modules: Mapping[str, Sequence[str]]
                  ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """(``__all__``, the module ``__getattr__`` of PEP 562, ``__dir__``) of ``package`` for
-    ``modules``: {submodule: the names it exports}. A name in two submodules is a ValueError."""
+    ``modules``: {submodule: the names it exports}. A name in two submodules, or a name that is
+    also a submodule's (which Python would put in its place once that submodule is imported), is
+    a ValueError."""
+    namespace = import_module(package).__dict__
+    submodules = {info.name for info in pkgutil.iter_modules(namespace.get("__path__", []))}
     owner: dict[str, str] = {}
     for module, names in modules.items():
         for name in names:
             if name in owner:
                 raise ValueError(f"{package}: {name} is exported by both {owner[name]} and {module}")
+            if name in submodules:
+                raise ValueError(f"{package}: {name} (of {module}) is also the name of a submodule")
             owner[name] = module
     names = sorted(owner)
-    namespace = import_module(package).__dict__
 
     def __getattr__(name: str) -> Any:
         if name not in owner:

@@ -1,6 +1,6 @@
 """Per-stage errors against the robot: per-joint MSE of position, velocity and torque.
 
-Random trajectories (the data sets of panda_sim2real, aligned pairs at 100 Hz, physical units):
+Random trajectories (the data sets of panda_pairs, aligned pairs at 100 Hz, physical units):
 ``simulation`` is the nominal simulator's side of the collected pairs, ``identified`` the
 re-simulated side with the identified URDF, ``identified+realeasy`` that side corrected by the
 Realeasy network, X + NN(X) (paper 000 eq. 9), each against the robot's side.
@@ -56,7 +56,7 @@ class RandomSets:
 
 
 def load_datasets(nominal_path: str, identified_path: str) -> tuple[Any, Any]:
-    """The nominal and the identified data sets (panda_sim2real Dataset); PipelineError if one
+    """The nominal and the identified data sets (panda_pairs Dataset); PipelineError if one
     is missing or corrupt."""
     from panda_pairs import Dataset
     from panda_sim2real import PandaError

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from sim2real_pipeline.errors import PipelineError
 
 TRAIN, VALIDATION, TEST = "train", "validation", "test"
-HELD_OUT = ("test", "cartesian")        # panda_sim2real data set splits reported as held out
+HELD_OUT = ("test", "cartesian")        # panda_pairs data set splits reported as held out
 
 
 def task_split(ids: Sequence[int], train: float, validation: float) -> dict[int, str]:

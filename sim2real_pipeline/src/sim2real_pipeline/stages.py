@@ -1,10 +1,10 @@
 """The pipeline's stages, in order (issue 17): each reads what earlier stages wrote into the work
 directory and writes its own files; the packages' tools do the work, as a user runs them.
 
-  collect     random pairs and work-cycle repeats, simulator vs robot     panda_sim2real collect
-  split       the random pairs' data set: alignment and the split         panda_sim2real dataset
+  collect     random pairs and work-cycle repeats, simulator vs robot     panda_pairs collect
+  split       the random pairs' data set: alignment and the split         panda_pairs dataset
   identify    the robot's inertials and damping from its training stream  diffnea_ros identify
-  resimulate  the same commands in the identified simulator               panda_sim2real resimulate
+  resimulate  the same commands in the identified simulator               panda_pairs resimulate
   realeasy    the realtime residual network on identified-sim/real pairs  realeasy_ros train
   kernels     state-space kernels from identified-sim vs robot histories  kernel_manager_ros
               of the training task repeats (paper 001 Algorithm 1)
@@ -90,7 +90,8 @@ def identify(ctx: Context) -> StageRecord:
     offset = result.get("torque_offset") or {}
     figures = {k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after", "damping",
                                       "friction", "epochs", "seconds", "samples", "physics_rate")}
-    figures.update(data={"trajectories": result["trajectories"], "source": result["data"]},
+    figures.update(data={"trajectories": result["trajectories"], "label": result.get("label", ""),
+                         "samples": result["samples"]["train"] + result["samples"]["heldout"]},
                    torque_offset=[offset[n] for n in names] if offset else None)
     return StageRecord("identify", "", {"urdf": urdf, "sim_config": sim_config}, figures)
 

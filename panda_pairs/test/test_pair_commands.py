@@ -7,10 +7,10 @@ import pytest
 import rosbag
 
 from panda_pairs import BagError, CollectionRequest, read_pairs, run_collection
-from panda_sim2real import JointLimits
+from panda_sim2real import COMMAND as COMMAND_NAME, SIM_NS, JointLimits, topic
 
 LIMITS = JointLimits.from_yaml()
-COMMAND = "/sim/joint_trajectory_controller/command"
+COMMAND = topic(SIM_NS, COMMAND_NAME)
 
 
 @pytest.fixture(scope="module")

@@ -160,9 +160,10 @@ def _commands(path: str, messages: Sequence[Any], limits: JointLimits) -> list[P
     return plans
 
 
-def _command_of(path: str, tid: int, start: float, plans: Sequence[PlannedTrajectory]) -> PlannedTrajectory:
-    """The command planned to start at ``start``; BagError if there is none."""
-    starts = np.array([p.start if p.start is not None else -1.0 for p in plans])
+def _command_of(path: str, tid: int, start: float, plans: Sequence[PlannedTrajectory],
+                starts: np.ndarray) -> PlannedTrajectory:
+    """The command planned to start at ``start`` (``starts``: the plans' starts); BagError if
+    there is none."""
     k = int(np.argmin(np.abs(starts - start))) if starts.size else -1
     if k < 0 or abs(starts[k] - start) > COMMAND_MATCH:
         raise BagError(f"bag {path}: trajectory {tid} (start {start:.3f} s) has no command on {SIM_COMMAND}")
@@ -215,6 +216,7 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
             elif name == SIM_COMMAND:
                 commands.append(msg)
     plans = _commands(path, commands, limits or JointLimits.from_yaml()) if with_commands else []
+    starts = np.array([p.start if p.start is not None else -1.0 for p in plans])
     complete, unpaired = _pair_events(events)
     if not complete:
         raise BagError(f"bag {path} has no complete START/END pair on {EVENTS}")
@@ -229,7 +231,7 @@ def read_pairs(path: str, joint_names: Sequence[str], label: Optional[str] = Non
             incomplete.append(problem)
             continue
         pairs.append(TrajectoryPair(tid, kind, start, end, windows[sim_topic], windows[REAL_JOINT_STATES],
-                                    _command_of(path, tid, start, plans) if with_commands else None))
+                                    _command_of(path, tid, start, plans, starts) if with_commands else None))
     if not pairs:
         raise BagError(f"bag {path} has no complete pair: all {len(complete)} with START and END "
                        f"are incomplete, e.g. {incomplete[len(unpaired)].line()}")

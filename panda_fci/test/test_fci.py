@@ -18,7 +18,7 @@ from panda_sim2real import (ConfigError, FAST_MOVES_FILE, GeneratorSettings, Joi
                             REALITY_CONFIG_FILE, RobotConfig, SimulatedRobot, TrajectoryGenerator,
                             TrajectoryRejected, load_urdf, prepare_dynamics_urdf)
 from panda_fci.errors import RobotError
-from panda_fci.fci_bridge import BRIDGE_CONFIG_FILE, BridgeConfig, FciBridge
+from panda_fci.fci_bridge import BRIDGE_CONFIG_FILE, QUEUE_SIZE, BridgeConfig, FciBridge
 from panda_fci.fci_standin import FciStandin, check_loopback, end_effector_load, served_urdf
 from panda_fci.realtime_host import realtime_kernel
 
@@ -70,14 +70,27 @@ def drain(bridge: FciBridge) -> list:
     return out
 
 
-def wait_robot_time(bridge: FciBridge, t: float, timeout: float = 30.0) -> None:
+def wait_robot_time(bridge: FciBridge, t: float, timeout: float = 30.0) -> list:
+    """Wait until the robot's clock passes ``t``, consuming the states meanwhile (as the node
+    does); returns them."""
     deadline = time.monotonic() + timeout
+    samples = []
     while bridge._robot_time < t and time.monotonic() < deadline:
+        samples += drain(bridge)
         time.sleep(0.01)
     assert bridge._robot_time >= t, "the robot's clock did not advance"
+    return samples + drain(bridge)
 
 
 # --- pure parts ------------------------------------------------------------------------------
+
+def test_a_consumer_that_falls_behind_loses_the_oldest_states():
+    bridge = FciBridge("127.0.0.1", LIMITS, bridge_config(), realtime="ignore")
+    for k in range(QUEUE_SIZE + 3):
+        bridge._queue(k, 0.0, 0.0)
+    assert bridge.dropped == 3
+    assert bridge._raw.get_nowait()[0] == 3                  # the newest QUEUE_SIZE are kept
+
 
 def test_bridge_config_errors_name_the_key():
     with pytest.raises(ConfigError, match="'stiffness' needs 7 finite non-negative"):
@@ -172,8 +185,8 @@ def test_tracks_a_generated_trajectory_and_rejects_bad_ones_while_holding():
         assert bridge._executor.plan_at(scheduled.start) is scheduled        # the checked plan runs,
         assert bridge._feedforward[id(scheduled)].plan is scheduled          # with its M(q) qdd
         end = scheduled.start + scheduled.duration
-        wait_robot_time(bridge, end + 0.05)
-        samples = drain(bridge)
+        samples = wait_robot_time(bridge, end + 0.05)
+        assert bridge.dropped == 0
         assert all(s.is_finite() for s in samples)
         t = np.array([s.robot_time for s in samples])
         assert np.all(np.diff(t) > 0) and np.median(np.diff(t)) == pytest.approx(0.001)
@@ -231,7 +244,6 @@ def test_a_lost_connection_is_reported_and_recover_resumes():
         assert bridge.recover() == "recovered: holding the current position"
         assert bridge.error is None
         drain(bridge)
-        wait_robot_time(bridge, bridge._robot_time + 0.3)
-        samples = drain(bridge)
+        samples = wait_robot_time(bridge, bridge._robot_time + 0.3)
         assert len(samples) > 200 and all(s.is_finite() for s in samples)
         assert bridge.recover().startswith("nothing to recover")

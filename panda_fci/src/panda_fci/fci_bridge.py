@@ -366,9 +366,16 @@ class FciBridge:
         self._queue(state, arrival, wall)
 
     def _queue(self, state: Any, arrival: float, wall: float) -> None:
+        """Queue a raw state; when the consumer fell 2 s behind, the oldest one makes room
+        (the newest state is the one a publisher needs)."""
         try:
             self._raw.put_nowait((state, arrival, wall))
         except queue.Full:
+            try:
+                self._raw.get_nowait()
+            except queue.Empty:              # the consumer took it meanwhile
+                pass
+            self._raw.put_nowait((state, arrival, wall))
             self.dropped += 1
 
     def next_sample(self, timeout: Optional[float] = None) -> Optional[RobotSample]:

@@ -40,8 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(os.path.dirname(HERE), "scripts")
 FAST_MOVES = FAST_MOVES_FILE
 RECORDER = "/record_pairs"
-KILL_AFTER, KEEP = 40.0, 35.0          # s after the first pair's start; s of complete pairs
-LONG_RUN = 20                          # fast moves: about 60 s planned
+KILL_AFTER, KEEP = 15.0, 12.0          # s after the first pair's start; s of complete pairs
+LONG_RUN = 10                          # fast moves: about 30 s planned
 
 
 class Listener:

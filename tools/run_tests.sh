@@ -46,7 +46,7 @@ rostest_one() {   # rostest_one PATH.test: its output into a log, printed when i
   # rostest starts a private master on a free port: a user's running roscore is left alone
   rostest --results-base-dir="$results/rostest" "$pkg" "$name" > "$log" 2>&1
   rc=$?
-  { echo "== rostest $pkg $name (exit $rc)"; cat "$log"; }
+  echo "== rostest $pkg $name (exit $rc)" && cat "$log"
   return $rc
 }
 

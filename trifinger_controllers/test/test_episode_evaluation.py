@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from trifinger_controllers import evaluation, task
+from trifinger_controllers import cube, evaluation, task
 from trifinger_controllers.controllers.base import Controller
 from trifinger_controllers.evaluation import DropDetector, episode_specs, evaluate, run_episode
 from trifinger_controllers.kinematics import FingerKinematics
@@ -68,21 +68,43 @@ def test_cube_falling_from_the_air_is_a_drop():
     assert record.drop
 
 
-def test_drop_detector_needs_a_lift_and_no_holding_fingers():
-    on_floor = CubePose(np.array([0.0, 0.0, 0.0325]), np.array([0, 0, 0, 1.0]))
-    lifted = CubePose(np.array([0.0, 0.0, 0.06]), np.array([0, 0, 0, 1.0]))
-    detector = DropDetector(KIN)
-    assert not detector.update(on_floor, KIN.initial_position)  # never lifted: pushing
-    # lowered to the floor with three fingertips on the faces: set down, not dropped
+def _tips_around(height: float) -> np.ndarray:
+    """Joint positions with the three fingertips on the faces of an upright cube at ``height``."""
     angles = np.deg2rad([0.0, 120.0, 240.0]) + np.pi / 2
-    tips = np.stack([0.04 * np.cos(angles), 0.04 * np.sin(angles), np.full(3, 0.0325)], axis=1)
-    holding = KIN.inverse_kinematics(tips, KIN.initial_position, iterations=300)
-    assert evaluation.holding_fingers(KIN, on_floor, holding) == 3
-    detector.update(lifted, holding)
-    assert not detector.update(on_floor, holding)
-    # fingers away from the cube when it reaches the floor: dropped, and it stays dropped
-    assert detector.update(on_floor, KIN.initial_position)
-    assert detector.update(lifted, holding)
+    tips = np.stack([0.04 * np.cos(angles), 0.04 * np.sin(angles), np.full(3, height)], axis=1)
+    return KIN.inverse_kinematics(tips, KIN.initial_position, iterations=300)
+
+
+def test_drop_detector_needs_the_cube_in_the_air_and_out_of_the_fingers():
+    upright = np.array([0, 0, 0, 1.0])
+    on_floor = CubePose(np.array([0.0, 0.0, 0.0325]), upright)
+    lifted = CubePose(np.array([0.0, 0.0, 0.06]), upright)
+    # on an edge, turned 45 deg about x: the centre 1.35 cm above rest, one edge on the floor
+    on_edge = CubePose(np.array([0.0, 0.0, 0.0325 * np.sqrt(2)]),
+                       np.array([np.sin(np.pi / 8), 0, 0, np.cos(np.pi / 8)]))
+    assert cube.lowest_point(on_edge) == pytest.approx(0.0, abs=1e-9)
+    away = KIN.initial_position
+    set_down, in_air = _tips_around(0.0325), _tips_around(0.06)
+    assert evaluation.holding_fingers(KIN, on_floor, set_down) == 3
+    assert evaluation.holding_fingers(KIN, lifted, in_air) == 3
+    assert evaluation.holding_fingers(KIN, lifted, away) == 0
+
+    # pushed, tipped onto an edge and flipped over with no finger on it: never a drop
+    detector = DropDetector(KIN)
+    for pose in (on_floor, on_edge, on_floor, on_edge, on_floor):
+        assert not detector.update(pose, away)
+    # lifted and set down in the grasp: not a drop
+    assert not detector.update(lifted, in_air)
+    assert not detector.update(on_floor, set_down)
+    # let go in the air, caught again before the floor, set down: not a drop
+    assert not detector.update(lifted, away)
+    assert not detector.update(lifted, in_air)
+    assert not detector.update(on_floor, set_down)
+    # let go in the air: dropped when it reaches the floor, whatever the fingers do then
+    assert not detector.update(lifted, in_air)
+    assert not detector.update(lifted, away)
+    assert detector.update(on_floor, set_down)
+    assert detector.update(lifted, in_air)  # and it stays dropped
 
 
 def test_episode_specs_depend_on_the_seed_only():

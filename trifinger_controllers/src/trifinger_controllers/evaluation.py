@@ -35,7 +35,7 @@ from trifinger_controllers.errors import TrifingerError
 LOG = logging.getLogger(__name__)
 
 DEFAULT_SECONDS = 30.0
-#: The cube counts as lifted once its centre is this much [m] above its resting height.
+#: The cube is in the air while its lowest corner is higher than this [m].
 LIFT_HEIGHT = 0.01
 #: The cube is on the floor when its lowest corner is below this height [m].
 FLOOR_TOLERANCE = 0.005
@@ -90,21 +90,26 @@ class EpisodeRecord:
 
 
 class DropDetector:
-    """Detects the cube falling out of the grasp (module docstring); feed it every step."""
+    """Table II's "the cube is dropped": the cube left the fingers in the air and fell to the
+    floor. While its lowest corner is above :data:`LIFT_HEIGHT` it is in the air, and falling
+    when fewer than two fingertips hold it; a falling cube whose lowest corner reaches
+    :data:`FLOOR_TOLERANCE` is dropped. Pushing, rolling, flipping or turning the cube on the
+    floor (a corner stays down) is never a drop. Feed it every step."""
 
     def __init__(self, kinematics: FingerKinematics) -> None:
         self.kinematics = kinematics
-        self.lifted = False
+        self.falling = False
         self.dropped = False
 
     def update(self, pose: CubePose, joint_positions: np.ndarray) -> bool:
         """Update with the true cube pose and the joint positions; True once dropped."""
         if self.dropped:
             return True
-        if pose.position[2] > task.RESTING_HEIGHT + LIFT_HEIGHT:
-            self.lifted = True
-        elif self.lifted and cube.lowest_point(pose) < FLOOR_TOLERANCE:
-            self.dropped = holding_fingers(self.kinematics, pose, joint_positions) < 2
+        low = cube.lowest_point(pose)
+        if low > LIFT_HEIGHT:
+            self.falling = holding_fingers(self.kinematics, pose, joint_positions) < 2
+        elif self.falling and low < FLOOR_TOLERANCE:
+            self.dropped = True
         return self.dropped
 
 

@@ -1,0 +1,156 @@
+"""Which committed results are older than the code they depend on.
+
+A result is a JSON file under a ``results/`` folder (``PKG/results/**`` or ``bench/results/``).
+It was measured at the commit its ``commit`` field names (tools write it through
+``sim2real_checks.provenance``), or, for a file without one, at the last commit that changed the
+file. It depends on the code of its package (``PKG/`` for ``PKG/results/``) and on what
+``tools/results_inputs.yaml`` adds; tests, documentation and results are not code. A result is
+stale when a commit after its own changed that code.
+
+``tools/results_inputs.yaml`` also lists the results known to be stale, each with the reason it
+was not rerun; ``--check`` fails on a stale result that is not listed and on a listed one that
+is no longer stale, so the list cannot drift either. Run by ``make test``
+(tools/test/test_results_age.py); ``python tools/results_age.py`` prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+INPUTS_FILE = ROOT / "tools" / "results_inputs.yaml"
+#: Never code: a change here does not make a result stale.
+NOT_CODE = (":(exclude,glob)**/*.md", ":(exclude,glob)**/results/**", ":(exclude,glob)**/test/**",
+            ":(exclude,glob)**/*.png", ":(exclude,glob)reports/**")
+
+
+class ResultsAgeError(Exception):
+    """A results file or the inputs file cannot be read."""
+
+
+@dataclass(frozen=True)
+class ResultAge:
+    """One committed result: where it was measured and the code commits since."""
+
+    path: str
+    commit: str
+    inputs: List[str]
+    newer_code: List[str]          # "<short hash> <subject>", newest first
+    known_stale: Optional[str]     # the reason it is listed as stale, if it is
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.newer_code)
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise ResultsAgeError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def committed_results(root: Path) -> List[str]:
+    """The results JSON files the repository holds (paths relative to ``root``)."""
+    listed = git(root, "ls-files", "--", ":(glob)**/results/**/*.json", ":(glob)**/results/*.json")
+    return sorted(p for p in listed.splitlines() if p)
+
+
+def load_inputs(path: Path) -> Dict[str, dict]:
+    """``{"inputs": {glob: [paths]}, "known_stale": {path: reason}}`` from the inputs file."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ResultsAgeError(f"{path}: {exc}") from exc
+    inputs, stale = data.get("inputs") or {}, data.get("known_stale") or {}
+    if not isinstance(inputs, dict) or not all(isinstance(v, list) for v in inputs.values()):
+        raise ResultsAgeError(f"{path}: 'inputs' must map a results glob to a list of paths")
+    if not isinstance(stale, dict) or not all(isinstance(v, str) and v.strip() for v in stale.values()):
+        raise ResultsAgeError(f"{path}: 'known_stale' must map a results file to its reason")
+    return {"inputs": inputs, "known_stale": stale}
+
+
+def inputs_of(result: str, extra: Dict[str, list]) -> List[str]:
+    """The code ``result`` depends on: its package and the inputs file's additions."""
+    parts = Path(result).parts
+    own = [] if parts[0] == "bench" else [parts[0]]
+    added = [p for pattern, paths in extra.items() if fnmatch.fnmatch(result, pattern) for p in paths]
+    if not own + added:
+        raise ResultsAgeError(f"{result}: no code listed for it in {INPUTS_FILE.name}")
+    return sorted(set(own + added))
+
+
+def measured_at(root: Path, result: str) -> str:
+    """The commit ``result`` was measured at: its ``commit`` field, else its last commit."""
+    try:
+        data = json.loads((root / result).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ResultsAgeError(f"{result}: not a readable JSON file ({exc})") from exc
+    field = data.get("commit") if isinstance(data, dict) else None
+    if isinstance(field, str) and field not in ("", "unknown"):
+        commit = field.split("+")[0]
+        if subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=root,
+                          capture_output=True).returncode == 0:
+            return git(root, "rev-parse", "--short", commit).strip()
+    last = git(root, "log", "-1", "--format=%h", "--", result).strip()
+    if not last:
+        raise ResultsAgeError(f"{result}: not committed")
+    return last
+
+
+def result_age(root: Path, result: str, extra: Dict[str, list], known: Dict[str, str]) -> ResultAge:
+    commit = measured_at(root, result)
+    inputs = inputs_of(result, extra)
+    newer = git(root, "log", "--format=%h %s", f"{commit}..HEAD", "--", *inputs, *NOT_CODE)
+    return ResultAge(result, commit, inputs, [line[:100] for line in newer.splitlines()],
+                     known.get(result))
+
+
+def ages(root: Path = ROOT, inputs_file: Path = INPUTS_FILE) -> List[ResultAge]:
+    spec = load_inputs(inputs_file)
+    return [result_age(root, r, spec["inputs"], spec["known_stale"]) for r in committed_results(root)]
+
+
+def problems(found: Sequence[ResultAge], known: Dict[str, str]) -> List[str]:
+    """What ``--check`` fails on: unlisted stale results, listed fresh ones, listed absent ones."""
+    out = [f"{a.path}: measured at {a.commit}, older than {len(a.newer_code)} commit(s) of "
+           f"{', '.join(a.inputs)} (newest: {a.newer_code[0]}); rerun it or list it under known_stale"
+           for a in found if a.stale and a.known_stale is None]
+    out += [f"{a.path}: listed under known_stale but measured after its code changed; unlist it"
+            for a in found if not a.stale and a.known_stale is not None]
+    paths = {a.path for a in found}
+    out += [f"{p}: listed under known_stale but not a committed result" for p in known if p not in paths]
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="results_age", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 on what the module docstring names")
+    args = parser.parse_args(argv)
+    try:
+        found = ages()
+        known = load_inputs(INPUTS_FILE)["known_stale"]
+    except ResultsAgeError as exc:
+        print(f"results_age: error: {exc}", file=sys.stderr)
+        return 2
+    for a in found:
+        state = "stale (listed)" if a.stale and a.known_stale else "STALE" if a.stale else "current"
+        print(f"{state:15} {a.commit:9} {a.path}")
+    if args.check:
+        bad = problems(found, known)
+        for line in bad:
+            print(f"results_age: {line}", file=sys.stderr)
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

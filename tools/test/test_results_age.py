@@ -1,0 +1,89 @@
+"""tools/results_age.py: a committed result older than the code it depends on is found (issue 37)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import results_age  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(repo: Path, files: dict, message: str) -> str:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@127.0.0.1", "commit", "-qm", message)
+    return _git(repo, "rev-parse", "--short", "HEAD")
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    _git(tmp_path, "init", "-q")
+    _commit(tmp_path, {"pkg/src/model.py": "a = 1\n", "lib/core.py": "b = 1\n"}, "code")
+    return tmp_path
+
+
+def _age(repo: Path, result: str, extra=None, known=None) -> results_age.ResultAge:
+    return results_age.result_age(repo, result, extra or {}, known or {})
+
+
+def test_a_result_goes_stale_when_its_package_changes_and_not_for_docs_or_tests(repo: Path) -> None:
+    _commit(repo, {"pkg/results/r.json": json.dumps({"x": 1})}, "result")
+    assert not _age(repo, "pkg/results/r.json").stale
+    _commit(repo, {"pkg/README.md": "docs\n", "pkg/test/test_model.py": "", "other/x.py": ""}, "not code")
+    assert not _age(repo, "pkg/results/r.json").stale
+    _commit(repo, {"pkg/src/model.py": "a = 2\n"}, "model changed")
+    age = _age(repo, "pkg/results/r.json")
+    assert age.stale and age.newer_code[0].endswith("model changed")
+    _commit(repo, {"pkg/results/r.json": json.dumps({"x": 2})}, "rerun")
+    assert not _age(repo, "pkg/results/r.json").stale
+
+
+def test_the_commit_field_wins_over_the_files_own_commit(repo: Path) -> None:
+    measured = _git(repo, "rev-parse", "--short", "HEAD")
+    _commit(repo, {"lib/core.py": "b = 2\n"}, "lib changed")
+    # committed after the change, but measured before it (and with local changes)
+    _commit(repo, {"bench/results/b.json": json.dumps({"commit": measured + "+changes"})}, "result")
+    age = _age(repo, "bench/results/b.json", extra={"bench/results/b*.json": ["lib"]})
+    assert age.commit == measured and age.inputs == ["lib"] and age.stale
+    with pytest.raises(results_age.ResultsAgeError, match="no code listed"):
+        _age(repo, "bench/results/b.json")  # a bench result must say what it measured
+
+
+def test_check_fails_on_unlisted_stale_and_listed_fresh_results(repo: Path) -> None:
+    _commit(repo, {"pkg/results/old.json": "{}", "pkg/results/new.json": "{}"}, "results")
+    _commit(repo, {"pkg/src/model.py": "a = 3\n"}, "model changed")
+    _commit(repo, {"pkg/results/new.json": '{"rerun": 1}'}, "rerun one")
+    found = [_age(repo, r) for r in results_age.committed_results(repo)]
+    assert [a.path for a in found if a.stale] == ["pkg/results/old.json"]
+    assert len(results_age.problems(found, {})) == 1
+    known = {"pkg/results/old.json": "too long to rerun", "pkg/results/new.json": "was stale"}
+    found = [_age(repo, r, known=known) for r in results_age.committed_results(repo)]
+    bad = results_age.problems(found, {**known, "pkg/results/gone.json": "deleted"})
+    assert len(bad) == 2 and "new.json" in bad[0] and "gone.json" in bad[1]
+
+
+def test_unreadable_inputs_and_results_are_one_clear_error(repo: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "inputs.yaml"
+    bad.write_text("inputs: [1, 2]\n")
+    with pytest.raises(results_age.ResultsAgeError, match="'inputs' must map"):
+        results_age.load_inputs(bad)
+    _commit(repo, {"pkg/results/broken.json": "{not json"}, "broken")
+    with pytest.raises(results_age.ResultsAgeError, match="not a readable JSON"):
+        _age(repo, "pkg/results/broken.json")
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the repository's history")
+def test_every_committed_result_is_current_or_listed_as_stale() -> None:
+    spec = results_age.load_inputs(results_age.INPUTS_FILE)
+    bad = results_age.problems(results_age.ages(), spec["known_stale"])
+    assert not bad, "\n".join(bad)

@@ -29,17 +29,19 @@ rosrun sim2real_pipeline pipeline --out "$pipe" --seed 0 \
   --train-minutes "${DEMO_TRAIN_MINUTES:-4}"
 
 echo "== live: pipeline.launch robot:=fci_standin, $live_n new trajectories and $live_tasks task repeats"
-rm -rf "$out"/live_*.bag "$out"/live_*_[0-9]*.bag* "$out"/live_*.replaced-*   # this demo's own, earlier
+# each live run's recording (one bag per pair) and roslaunch log in reports/live/NAME/, its
+# comparison next to the folder (reports/live/NAME.json, .png)
+rm -rf "$out/live" "$out"/live_*   # this demo's own, earlier (live_* from before the folders)
 live() {   # live NAME KINDS COUNT SEED [method args...]: one roslaunch on a private master
   local name="$1" kinds="$2" count="$3" seed="$4"
   shift 4
-  local port
+  local port dir="$out/live/$name"
+  mkdir -p "$dir"
   port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   ROS_MASTER_URI="http://127.0.0.1:$port" roslaunch -p "$port" "$root/launch/pipeline.launch" \
-    robot:=fci_standin bag:="$out/live_$name.bag" kinds:="$kinds" trajectories:="$count" \
-    seed:="$seed" "$@" > "$out/live_$name.log" 2>&1 || { tail -n 30 "$out/live_$name.log"; exit 1; }
-  rosrun panda_pairs compare --bag "$out/live_$name.bag" --json "$out/live_${name}.json" \
-    --plot "$out/live_${name}.png" > /dev/null
+    robot:=fci_standin bag:="$dir/pairs.bag" kinds:="$kinds" trajectories:="$count" \
+    seed:="$seed" "$@" > "$dir/roslaunch.log" 2>&1 || { tail -n 30 "$dir/roslaunch.log"; exit 1; }
+  rosrun panda_pairs compare --bag "$dir" --json "$out/live/$name.json" --plot "$out/live/$name.png" > /dev/null
 }
 methods=(sim_config:="$work/identified_sim.yaml" realeasy_model:="$work/realeasy.pt"
          kernels:="$work/kernels.yaml")
@@ -48,8 +50,8 @@ live chain single,multi,cartesian "$live_n" 4242 "${methods[@]}"
 live nominal_task task "$live_tasks" 4243
 live chain_task task "$live_tasks" 4243 "${methods[@]}"
 for name in chain chain_task; do
-  rosrun panda_pairs compare --bag "$out/live_$name.bag" --sim-topic /sim/joint_states_realistic \
-    --json "$out/live_${name}_realeasy.json" --plot "$out/live_${name}_realeasy.png" > /dev/null
+  rosrun panda_pairs compare --bag "$out/live/$name" --sim-topic /sim/joint_states_realistic \
+    --json "$out/live/${name}_realeasy.json" --plot "$out/live/${name}_realeasy.png" > /dev/null
 done
 
 echo "== compliant actuators (embedded simulation): paper 003 Fig. 8 and the §4.3 ILC"

@@ -12,6 +12,7 @@ import numpy as np
 
 from compliant_actuator_gazebo.description import RobotDescription
 from compliant_actuator_gazebo.embedded import EmbeddedSimulation
+from compliant_actuator_gazebo.errors import CompliantError
 
 
 @dataclass
@@ -33,7 +34,7 @@ class EmbeddedTrial:
     def __post_init__(self) -> None:
         ratio = self.physics_rate / self.sample_rate
         if abs(ratio - round(ratio)) > 1e-9 or ratio < 1:
-            raise ValueError("physics_rate must be a multiple of sample_rate")
+            raise CompliantError("physics_rate must be a multiple of sample_rate")
         self._every = int(round(ratio))
         self._sim = EmbeddedSimulation(self.description, physics_rate=self.physics_rate)
         self.trials = 0
@@ -49,7 +50,7 @@ class EmbeddedTrial:
     def __call__(self, equilibria: np.ndarray) -> np.ndarray:
         equilibria = np.asarray(equilibria, dtype=float)
         if equilibria.ndim != 2 or equilibria.shape[1] != len(self.joints):
-            raise ValueError(f"equilibria must be (T, {len(self.joints)}), got {equilibria.shape}")
+            raise CompliantError(f"equilibria must be (T, {len(self.joints)}), got {equilibria.shape}")
         sim = self._sim
         for joint, value in zip(self.joints, equilibria[0]):   # before reset: the motors then
             sim.set_input(joint, "stiffness_preset", self.preset)  # start at rest at these
@@ -60,7 +61,7 @@ class EmbeddedTrial:
         for k, row in enumerate(equilibria):
             for joint, value in zip(self.joints, row):
                 if not sim.set_input(joint, "equilibrium_position", value):
-                    raise ValueError(f"non-finite equilibrium for {joint} at sample {k}")
+                    raise CompliantError(f"non-finite equilibrium for {joint} at sample {k}")
             for j, joint in enumerate(self.joints):
                 s = sim.state(joint)
                 out[k, j] = s.q

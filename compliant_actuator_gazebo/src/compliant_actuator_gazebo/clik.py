@@ -25,6 +25,7 @@ from compliant_actuator_gazebo.description import RobotDescription, load_descrip
 from compliant_actuator_gazebo.embedded import EmbeddedSimulation, physics_urdf
 from compliant_actuator_gazebo.ilc import minimum_jerk
 from compliant_actuator_gazebo.resources import package_file
+from compliant_actuator_gazebo.errors import CompliantError
 
 PRESETS = {"soft": 0.2, "stiff": 0.6}                  # §4.2
 BOX_MASS, BOX_EDGE, BOX_FRICTION = 2.0, 0.265, 0.23    # §4.2.3 and its footnote
@@ -85,7 +86,7 @@ class Kinematics:
             if info[12].decode() == link:
                 self._link = j
         if self._link is None:
-            raise ValueError(f"{description.name} has no link {link!r}")
+            raise CompliantError(f"{description.name} has no link {link!r}")
         self.point = tuple(point)
 
     def _set(self, q: Sequence[float]) -> None:
@@ -188,7 +189,7 @@ class PushMetrics:
 def run_push(behaviour: str, config: PushConfig = PushConfig()) -> PushRun:
     """Run the §4.2.3 push with the ``soft`` or ``stiff`` preset."""
     if behaviour not in PRESETS:
-        raise ValueError(f"unknown behaviour {behaviour!r} (soft, stiff)")
+        raise CompliantError(f"unknown behaviour {behaviour!r} (soft, stiff)")
     preset = PRESETS[behaviour]
     description = load_description(package_file("urdf", "five_dof_qbmove.urdf.xacro"), {"mode": 6})
     joints = description.compliant_names
@@ -206,7 +207,7 @@ def run_push(behaviour: str, config: PushConfig = PushConfig()) -> PushRun:
         for _ in range(3000):                     # the start posture: CLIK to x_d(0) at rest
             q = clik_step(kin, q, x_d[0], np.zeros(3), dt, config, q_rest)
         if np.linalg.norm(kin.position(q) - x_d[0]) > 1e-4:
-            raise ValueError(f"the path start {x_d[0]} is out of the arm's reach")
+            raise CompliantError(f"the path start {x_d[0]} is out of the arm's reach")
 
         def command(q_now: np.ndarray) -> list[float]:
             g = kin.gravity(q_now)

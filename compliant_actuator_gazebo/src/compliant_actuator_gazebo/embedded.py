@@ -38,6 +38,7 @@ from typing import Mapping, Optional, Union
 import compliant_actuator_gazebo as cag
 from compliant_actuator_gazebo.description import (DescriptionError, RobotDescription,
                                                    parse_description)
+from compliant_actuator_gazebo.errors import CompliantError
 
 INPUTS: dict[str, "cag.Input"] = {cag.input_name(i): i for i in cag.Input.__members__.values()}
 InputKey = Union[str, "cag.Input"]
@@ -79,9 +80,9 @@ class EmbeddedSimulation:
         if isinstance(description, str):
             description = parse_description(description)
         if not (math.isfinite(physics_rate) and physics_rate > 0.0):
-            raise ValueError(f"physics_rate must be a finite number > 0, got {physics_rate}")
+            raise CompliantError(f"physics_rate must be a finite number > 0, got {physics_rate}")
         if not math.isfinite(gravity):
-            raise ValueError(f"gravity must be finite, got {gravity}")
+            raise CompliantError(f"gravity must be finite, got {gravity}")
         self.description = description
         self.dt = 1.0 / float(physics_rate)
         self._p = pybullet
@@ -92,7 +93,7 @@ class EmbeddedSimulation:
             for joint, inputs in (initial_inputs or {}).items():
                 for name, value in inputs.items():
                     if not self.set_input(joint, name, value):
-                        raise ValueError(f"initial input {name} of joint {joint!r} must be "
+                        raise CompliantError(f"initial input {name} of joint {joint!r} must be "
                                          f"finite, got {value}")
             self.reset(initial_positions)   # after the inputs: motors start at rest at the preset
         except BaseException:
@@ -152,7 +153,7 @@ class EmbeddedSimulation:
         for name, j in zip(self.movable_joints, self._idx):
             q0 = float(positions.get(name, 0.0))
             if not math.isfinite(q0):
-                raise ValueError(f"initial position of joint {name!r} must be finite, got {q0}")
+                raise CompliantError(f"initial position of joint {name!r} must be finite, got {q0}")
             self._p.resetJointState(self._body, j, q0, 0.0, physicsClientId=self._cid)
         for name, joint in self._core.items():
             joint.reset(float(positions.get(name, 0.0)), 0.0)
@@ -212,7 +213,7 @@ class EmbeddedSimulation:
         try:
             return INPUTS[name]
         except KeyError:
-            raise ValueError(f"unknown input {name!r} (inputs: {', '.join(INPUTS)})") from None
+            raise CompliantError(f"unknown input {name!r} (inputs: {', '.join(INPUTS)})") from None
 
     def set_input(self, joint: str, name: InputKey, value: float) -> bool:
         """Store an input of a joint; False (old value kept) for NaN/Inf. A stiffness preset
@@ -262,7 +263,7 @@ class EmbeddedSimulation:
         """A free box of edge lengths ``size`` [m] and ``mass`` [kg] centred at ``position``;
         returns its body id. Bodies added stay where they are on :meth:`reset`."""
         if not (mass > 0.0 and all(s > 0.0 for s in size)):
-            raise ValueError(f"a box needs a mass > 0 and sizes > 0, got {mass}, {size}")
+            raise CompliantError(f"a box needs a mass > 0 and sizes > 0, got {mass}, {size}")
         p, cid = self._p, self._cid
         half = [0.5 * float(s) for s in size]
         shape = p.createCollisionShape(p.GEOM_BOX, halfExtents=half, physicsClientId=cid)

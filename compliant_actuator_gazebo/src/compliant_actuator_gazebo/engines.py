@@ -9,6 +9,7 @@ from typing import Mapping, Optional, Union
 from compliant_actuator_gazebo.description import RobotDescription
 from compliant_actuator_gazebo.embedded import EmbeddedSimulation
 from compliant_actuator_gazebo.gazebo_engine import GazeboSimulation
+from compliant_actuator_gazebo.errors import CompliantError
 
 ENGINES = ("embedded", "gazebo")
 LABELS = {"embedded": "embedded simulation (PyBullet)", "gazebo": "Gazebo 11 simulation (ODE)"}
@@ -27,4 +28,4 @@ def make_simulation(engine: str, description: RobotDescription, physics_rate: fl
     if engine == "gazebo":
         return GazeboSimulation(description, physics_rate=physics_rate, sample_rate=sample_rate,
                                 initial_inputs=initial_inputs)
-    raise ValueError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
+    raise CompliantError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")

@@ -32,6 +32,7 @@ from compliant_actuator_gazebo.description import RobotDescription, load_descrip
 from compliant_actuator_gazebo.engines import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, FIG8_PRESETS, Preset
+from compliant_actuator_gazebo.errors import CompliantError
 
 __all__ = ["ACTUATORS", "BEHAVIOURS", "LinearPlant", "ChirpResult", "spring_stiffness", "link_plant",
            "log_chirp", "empirical_transfer_function", "phase_crossing", "run_chirp"]
@@ -102,7 +103,7 @@ def spring_stiffness(actuator_type: str, params, preset: float) -> float:
     if actuator_type == "awas":
         ratio = params.lever_length / params.r_t * preset / (params.lever_length - preset)
         return 2.0 * params.ks * ratio * ratio
-    raise ValueError(f"no closed-form stiffness for actuator type {actuator_type!r}")
+    raise CompliantError(f"no closed-form stiffness for actuator type {actuator_type!r}")
 
 
 def link_plant(description: RobotDescription, joint: str, sigma: float) -> LinearPlant:
@@ -158,7 +159,7 @@ def empirical_transfer_function(u: np.ndarray, y: np.ndarray, dt: float, held: b
     u = np.asarray(u, dtype=float)
     y = np.asarray(y, dtype=float)
     if u.shape != y.shape or u.ndim != 1 or len(u) < 4:
-        raise ValueError(f"u and y must be 1-D records of the same length >= 4, got {u.shape}, {y.shape}")
+        raise CompliantError(f"u and y must be 1-D records of the same length >= 4, got {u.shape}, {y.shape}")
     U, Y = np.fft.rfft(u), np.fft.rfft(y)
     f = np.fft.rfftfreq(len(u), dt)
     if held:
@@ -265,7 +266,7 @@ def run_chirp(actuator: str, behaviour: str, amplitude: Optional[float] = None, 
     the embedded simulation sets it at every physics step.
     """
     if actuator not in FIG8_PRESETS or behaviour not in BEHAVIOURS:
-        raise ValueError(f"unknown actuator/behaviour {actuator}/{behaviour}")
+        raise CompliantError(f"unknown actuator/behaviour {actuator}/{behaviour}")
     preset = FIG8_PRESETS[actuator][behaviour]
     args = {"actuator": actuator, "mode": 3, **dict(preset.description_args)}
     description = load_description(xacro_path or package_file("urdf", "one_dof.urdf.xacro"), args)

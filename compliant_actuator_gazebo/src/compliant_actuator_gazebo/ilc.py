@@ -22,6 +22,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from compliant_actuator_gazebo.errors import CompliantError
+
 Trial = Callable[[np.ndarray], np.ndarray]   # (T, joints) equilibria -> (T, joints) link positions
 
 
@@ -29,7 +31,7 @@ def minimum_jerk(start: np.ndarray, goal: np.ndarray, duration: float, times: np
     """Minimum-jerk positions (T, joints) from ``start`` to ``goal`` in ``duration`` seconds,
     held at ``goal`` after it (Flash and Hogan's quintic, s = 10 r^3 - 15 r^4 + 6 r^5)."""
     if not duration > 0.0:
-        raise ValueError(f"duration must be positive, got {duration}")
+        raise CompliantError(f"duration must be positive, got {duration}")
     start, goal = np.asarray(start, dtype=float), np.asarray(goal, dtype=float)
     r = np.clip(np.asarray(times, dtype=float) / duration, 0.0, 1.0)[:, None]
     s = r ** 3 * (10.0 - 15.0 * r + 6.0 * r ** 2)
@@ -48,7 +50,7 @@ class IlcConfig:
     def __post_init__(self) -> None:
         if not (self.k0 > 0.0 and self.decay_iterations > 0.0 and self.tolerance > 0.0
                 and self.max_iterations >= 1):
-            raise ValueError(f"invalid ILC configuration {self}")
+            raise CompliantError(f"invalid ILC configuration {self}")
 
     def gain(self, iteration: int) -> float:
         """K(n) of eq. 13."""
@@ -83,15 +85,15 @@ def run_ilc(trial: Trial, desired: np.ndarray, config: IlcConfig = IlcConfig(),
     the largest absolute error is within ``config.tolerance`` or ``max_iterations`` updates."""
     desired = np.asarray(desired, dtype=float)
     if desired.ndim != 2 or not np.all(np.isfinite(desired)):
-        raise ValueError(f"desired must be a finite (T, joints) array, got shape {desired.shape}")
+        raise CompliantError(f"desired must be a finite (T, joints) array, got shape {desired.shape}")
     equilibrium = desired.copy() if initial is None else np.asarray(initial, dtype=float).copy()
     if equilibrium.shape != desired.shape:
-        raise ValueError(f"initial equilibria {equilibrium.shape} do not match desired {desired.shape}")
+        raise CompliantError(f"initial equilibria {equilibrium.shape} do not match desired {desired.shape}")
     result = IlcResult(desired=desired)
     for iteration in range(config.max_iterations + 1):
         q = np.asarray(trial(equilibrium), dtype=float)
         if q.shape != desired.shape or not np.all(np.isfinite(q)):
-            raise ValueError(f"trial {iteration} returned {q.shape} positions with non-finite "
+            raise CompliantError(f"trial {iteration} returned {q.shape} positions with non-finite "
                              f"values or a shape other than {desired.shape}")
         error = desired - q
         worst = float(np.max(np.abs(error)))

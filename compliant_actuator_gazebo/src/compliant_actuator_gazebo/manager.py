@@ -158,7 +158,7 @@ def _joint_spec(entry: Any, index: int, source: str) -> JointSpec:
 
 def _array_index(array: str) -> int:
     if array not in ARRAYS:
-        raise ValueError(f"unknown array {array!r}: expected one of {ARRAYS}")
+        raise CompliantError(f"unknown array {array!r}: expected one of {ARRAYS}")
     return ARRAYS.index(array)
 
 
@@ -243,17 +243,17 @@ class StateAggregator:
         self._latest: dict[str, dict[str, JointSample]] = {s: {} for s in STREAMS}
 
     def update(self, stream: str, joint: str, sample: JointSample) -> None:
-        """Keep ``sample`` as ``joint``'s latest on ``stream``; ValueError (the previous sample
+        """Keep ``sample`` as ``joint``'s latest on ``stream``; CompliantError (the previous sample
         kept) for an unknown stream or joint or a non-finite value, which would otherwise reach
         every whole-robot array."""
         if stream not in self._latest:
-            raise ValueError(f"unknown stream {stream!r}: expected one of {STREAMS}")
+            raise CompliantError(f"unknown stream {stream!r}: expected one of {STREAMS}")
         if joint not in self.layout.names:
-            raise ValueError(f"joint {joint!r} is not in the layout of robot '{self.layout.robot}'")
+            raise CompliantError(f"joint {joint!r} is not in the layout of robot '{self.layout.robot}'")
         bad = [name for name in ("position", "velocity", "effort", "stiffness", "deflection")
                if not math.isfinite(getattr(sample, name))]
         if bad:
-            raise ValueError(f"{stream} of {joint}: NaN/Inf in {', '.join(bad)}")
+            raise CompliantError(f"{stream} of {joint}: NaN/Inf in {', '.join(bad)}")
         self._latest[stream][joint] = sample
 
     def arrays(self, output: str) -> Optional[RobotArrays]:

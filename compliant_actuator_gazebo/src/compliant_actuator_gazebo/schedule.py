@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Optional
 
+from compliant_actuator_gazebo.errors import CompliantError
+
 BURST = 4
 """Frames a stream may publish back to back after arriving late (a catch-up after a stall)."""
 
@@ -24,7 +26,7 @@ class StreamSchedule:
 
     def __init__(self, joints: Iterable[str], period: float, burst: int = BURST) -> None:
         if not (math.isfinite(period) and period > 0):
-            raise ValueError(f"period must be a finite number > 0, got {period}")
+            raise CompliantError(f"period must be a finite number > 0, got {period}")
         self.joints = frozenset(joints)
         self.period = period
         self.burst = burst

@@ -6,6 +6,8 @@ from typing import Optional
 
 import numpy as np
 
+from compliant_actuator_gazebo.errors import CompliantError
+
 
 @dataclass(frozen=True)
 class StepMetrics:
@@ -29,7 +31,7 @@ def step_metrics(time: np.ndarray, position: np.ndarray, amplitude: float,
     ``amplitude`` commanded at ``step_time``."""
     time, position = np.asarray(time, dtype=float), np.asarray(position, dtype=float)
     if time.shape != position.shape or time.size < 10 or not np.all(np.isfinite(position)):
-        raise ValueError("need matching, finite time and position traces of at least 10 samples")
+        raise CompliantError("need matching, finite time and position traces of at least 10 samples")
     after = time >= step_time
     t, q = time[after] - step_time, position[after]
     q0 = float(position[~after][-1]) if np.any(~after) else float(q[0])
@@ -63,6 +65,6 @@ def trace_rms_difference(time_a: np.ndarray, value_a: np.ndarray, time_b: np.nda
     time_b, value_b = np.asarray(time_b, float), np.asarray(value_b, float)
     inside = (time_a >= time_b[0] - 1e-9) & (time_a <= time_b[-1] + 1e-9)
     if inside.sum() < 10:
-        raise ValueError("the traces overlap in fewer than 10 samples")
+        raise CompliantError("the traces overlap in fewer than 10 samples")
     other = np.interp(time_a[inside], time_b, value_b)
     return float(np.sqrt(np.mean((value_a[inside] - other) ** 2)))

@@ -17,6 +17,7 @@ from compliant_actuator_gazebo.description import load_description
 from compliant_actuator_gazebo.engines import make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
+from compliant_actuator_gazebo.errors import CompliantError
 
 ACTUATORS = ("sea", "awas", "bavs", "qbmove")      # Fig. 8 panels (i)-(iv)
 BEHAVIOURS = ("soft", "stiff")
@@ -67,7 +68,7 @@ def run_step_response(actuator: str, behaviour: str, amplitude: float = 0.8,
     ODE loses energy at omega dt = 0.33 (10 kHz: overshoot 77 % against the converged 84 %).
     """
     if actuator not in FIG8_PRESETS or behaviour not in BEHAVIOURS:
-        raise ValueError(f"unknown actuator/behaviour {actuator}/{behaviour}")
+        raise CompliantError(f"unknown actuator/behaviour {actuator}/{behaviour}")
     preset = FIG8_PRESETS[actuator][behaviour]
     args = {"actuator": actuator, "mode": 3, **dict(preset.description_args)}
     description = load_description(xacro_path or package_file("urdf", "one_dof.urdf.xacro"), args)

@@ -28,6 +28,7 @@ from compliant_actuator_gazebo.description import load_description
 from compliant_actuator_gazebo.engines import Simulation, make_simulation
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
+from compliant_actuator_gazebo.errors import CompliantError
 
 JOINTS = ("joint_1", "joint_2")
 PRESETS = {"soft": 0.2, "stiff": 0.6}          # §4.2: theta_sr = 0.2 rad / 0.6 rad
@@ -72,7 +73,7 @@ def run_two_dof(experiment: str, behaviour: str, duration: Optional[float] = Non
 
     ``duration`` defaults to 4 s after the step, or two periods of eq. 12 (2 * 2 pi / w)."""
     if experiment not in EXPERIMENTS or behaviour not in PRESETS:
-        raise ValueError(f"unknown experiment/behaviour {experiment}/{behaviour}")
+        raise CompliantError(f"unknown experiment/behaviour {experiment}/{behaviour}")
     if duration is None:
         duration = 4.0 if experiment == "step" else 4.0 * math.pi / omega
     args = {"orientation": EXPERIMENTS[experiment], "mode": 6, "springs": springs}
@@ -118,7 +119,7 @@ def rest_offset(actuator, preset: float) -> float:
 
     lo, hi = -actuator.max_deflection(), actuator.max_deflection()
     if torque(lo) * torque(hi) > 0.0:
-        raise ValueError(f"no rest position within +-{hi} rad of the equilibrium")
+        raise CompliantError(f"no rest position within +-{hi} rad of the equilibrium")
     for _ in range(60):                     # bisection: the torque decreases with x
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if torque(mid) > 0.0 else (lo, mid)
@@ -144,7 +145,7 @@ def sinusoid_figures(run: TwoDofRun, omega: float = 0.8) -> dict[str, SinusoidMe
     period = 2.0 * math.pi / omega
     last = run.time >= run.time[-1] - period
     if run.time[-1] < period:
-        raise ValueError(f"the run ({run.time[-1]:.2f} s) is shorter than one period ({period:.2f} s)")
+        raise CompliantError(f"the run ({run.time[-1]:.2f} s) is shorter than one period ({period:.2f} s)")
     t = run.time[last]
     basis = np.column_stack([np.sin(omega * t), np.cos(omega * t), np.ones_like(t)])
     out = {}

@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from node_latency import free_port, stop_process
-from sim2real_checks import write_json
+from sim2real_checks import provenance, write_json
 
 HERE = os.path.abspath(__file__)
 HOST = "127.0.0.71"
@@ -252,7 +252,7 @@ def main() -> None:
         return
     result = bench_fci_bridges(args.seconds)
     if args.out:
-        write_json(os.path.join(args.out, "fci_bridge.json"), result)
+        write_json(os.path.join(args.out, "fci_bridge.json"), {**result, **provenance("bench/fci_bridge.py")})
 
 
 if __name__ == "__main__":

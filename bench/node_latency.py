@@ -28,7 +28,7 @@ import warnings
 from typing import Optional
 
 import numpy as np
-from sim2real_checks import write_json
+from sim2real_checks import provenance, write_json
 
 HERE = os.path.abspath(__file__)
 MODEL_HIDDEN = 64   # the size make demo / make study train; the timing does not depend on weights
@@ -261,7 +261,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     result = bench_node_latency(args.seconds, args.rate, args.model)
-    write_json(os.path.join(args.out, "node_latency.json"), result)
+    write_json(os.path.join(args.out, "node_latency.json"), {**result, **provenance("bench/node_latency.py")})
     print(json.dumps(result, indent=2, sort_keys=True))
 
 

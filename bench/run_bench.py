@@ -36,11 +36,16 @@ from fci_bridge import bench_fci_bridges
 from diffnea_dynamics import bench_diffnea_dynamics, print_table as print_dynamics_table
 from kernel_manager import bench_kernel_manager, print_table as print_kernel_table
 from node_latency import bench_node_latency
-from sim2real_checks import write_json
+from sim2real_checks import provenance, write_json
 from panda_pairs import CollectionRequest, run_collection
 from panda_sim2real import (GeneratorSettings, JointLimits, REALITY_CONFIG_FILE, RobotConfig,
                             SIM_CONFIG_FILE, SimulatedRobot, TrajectoryGenerator, joint_state_msg)
 from realtime_step import bench_realtime_step
+
+
+def save(folder: str, name: str, figures: dict) -> None:
+    """``folder/name`` with the commit and command that measured it (tools/results_age.py)."""
+    write_json(os.path.join(folder, name), {**figures, **provenance("bench/run_bench.py")})
 
 
 def robot_speed(config_file: str, limits: JointLimits, seconds: float, repeats: int) -> float:
@@ -108,7 +113,7 @@ def main() -> None:
              "simulator_real_time_factor": sim, "stand_in_real_time_factor": real,
              "stand_in_over_simulator": real / sim, "target_real_time_factor": 5.0,
              "meets_target": bool(min(sim, real) >= 5.0), "repeats": args.repeats, "machine": machine}
-    write_json(os.path.join(args.out, "robot_speed.json"), speed)
+    save(args.out, "robot_speed.json", speed)
 
     with tempfile.TemporaryDirectory() as folder:
         result = run_collection(CollectionRequest(out=os.path.join(folder, "pairs.bag"),
@@ -119,25 +124,25 @@ def main() -> None:
     collect = {"benchmark": "collect_pairs", "pairs": args.pairs, "wall_seconds": f["wall_seconds"],
                "simulated_seconds": f["simulated_seconds"], "real_time_factor": f["real_time_factor"],
                "kinds": f["kinds"], "bag_megabytes": bag_mb, "label": f["label"], "machine": machine}
-    write_json(os.path.join(args.out, "collect_pairs.json"), collect)
+    save(args.out, "collect_pairs.json", collect)
 
     step = bench_realtime_step()
-    write_json(os.path.join(args.out, "realtime_step.json"), step)
+    save(args.out, "realtime_step.json", step)
     latency = bench_node_latency(args.latency_seconds)
-    write_json(os.path.join(args.out, "node_latency.json"), latency)
-    write_json(os.path.join(args.out, "fci_bridge.json"), bench_fci_bridges(args.fci_seconds))
+    save(args.out, "node_latency.json", latency)
+    save(args.out, "fci_bridge.json", bench_fci_bridges(args.fci_seconds))
     dynamics = bench_diffnea_dynamics()
-    write_json(os.path.join(args.out, "diffnea_dynamics.json"), dynamics)
+    save(args.out, "diffnea_dynamics.json", dynamics)
     compliant = bench_compliant_actuators()
-    write_json(os.path.join(args.out, "compliant_actuators.json"), compliant)
+    save(args.out, "compliant_actuators.json", compliant)
     gazebo = None if args.skip_gazebo else bench_gazebo_compliant()
     if gazebo is not None:
-        write_json(os.path.join(args.out, "gazebo_compliant.json"), gazebo)
+        save(args.out, "gazebo_compliant.json", gazebo)
     gazebo_panda = None if args.skip_gazebo else bench_gazebo_panda()
     if gazebo_panda is not None:
-        write_json(os.path.join(args.out, "gazebo_panda.json"), gazebo_panda)
+        save(args.out, "gazebo_panda.json", gazebo_panda)
     kernels = bench_kernel_manager(histories=vehicle_histories(missions=100, seed=0))
-    write_json(os.path.join(args.out, "kernel_manager.json"), kernels)
+    save(args.out, "kernel_manager.json", kernels)
 
     print(f"{'benchmark':34s} {'figure':>12s}")
     print(f"{'simulator (PyBullet) x real time':34s} {sim:12.1f}")

@@ -24,6 +24,7 @@ import numpy as np
 
 import compliant_actuator_gazebo as cag
 from compliant_actuator_gazebo import EmbeddedSimulation, load_description, package_file
+from sim2real_checks import provenance, write_json
 
 MODES = (3, 6)
 
@@ -123,9 +124,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
     result = bench_compliant_actuators(args.repeats, args.seconds)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2, sort_keys=True)
+    write_json(args.out, {**result, **provenance("bench/compliant_actuators.py")})
     print_table(result)
 
 

@@ -40,7 +40,7 @@ import pybullet_data
 import torch
 
 from diffnea_ros import LearnableDynamics, RigidBodyModel, rnea
-from sim2real_checks import write_json
+from sim2real_checks import provenance, write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER_DIR = os.path.join(ROOT, "build", "peers")
@@ -464,7 +464,7 @@ def main() -> None:
                         help="robot to bench (repeatable; default: all)")
     args = parser.parse_args()
     result = bench_diffnea_dynamics(args.quick, args.robot)
-    write_json(args.out, result)
+    write_json(args.out, {**result, **provenance("bench/diffnea_dynamics.py")})
     print_table(result)
 
 

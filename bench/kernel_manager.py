@@ -207,7 +207,7 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    from sim2real_checks import write_json
+    from sim2real_checks import provenance, write_json
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", type=int, default=10000)
@@ -220,7 +220,7 @@ def main() -> None:
     result = bench_kernel_manager(args.kernels, args.state_dim, queries=args.queries,
                                   seed=args.seed, generation_steps=args.generation_steps)
     print_table(result)
-    write_json(args.json, result)
+    write_json(args.json, {**result, **provenance("bench/kernel_manager.py")})
     print(f"wrote {args.json}")
 
 

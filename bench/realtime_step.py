@@ -37,7 +37,7 @@ from torch import nn
 from panda_sim2real import JointLimits
 from realeasy_ros import ModelSpec, RealeasyModel, RealtimeRealeasy, RealtimeResidual, build_network
 from panda_pairs import JointLimitScaler
-from sim2real_checks import write_json
+from sim2real_checks import provenance, write_json
 
 PAPER_STEP_MS = 0.39
 TARGETS = {"median_us": 20.0, "p99_us": 50.0}
@@ -324,7 +324,7 @@ def main() -> None:
     parser.add_argument("--out", default=RESULT, help="JSON file to write")
     args = parser.parse_args()
     result = bench_realtime_step(args.steps, args.repeats)
-    write_json(args.out, result)
+    write_json(args.out, {**result, **provenance("bench/realtime_step.py")})
     _print_table(result)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from trifinger_controllers import (AlignedController, CONTROLLERS, FingerKinematics, SimOptions,
                                    add_arguments, default_grasp, evaluate, from_arguments, make_controller)
+from sim2real_checks import source_commit, write_json
 from trifinger_compute import compute_time, describe
 
 PAIRINGS = tuple((name, default_grasp(name)) for name in CONTROLLERS)   # CPC-TG, CIC-CG, MP-PG
@@ -157,9 +158,8 @@ def main() -> None:
         with open(args.out, encoding="utf-8") as f:
             results = merge(json.load(f), results)
     results["targets"] = targets(results)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2, sort_keys=True, default=float)
+    results["commit"] = results["runs"][0]["commit"]   # the oldest run's rows: the result's age
+    write_json(args.out, results)
 
 
 #: The row lists of the result file and what identifies a row in them.
@@ -173,12 +173,7 @@ def row_key(row: dict) -> tuple:
 
 def run_record(args: argparse.Namespace) -> dict:
     """What produced this run's rows: parts, controllers, trials, seed and the commit."""
-    import subprocess
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
+    commit = source_commit()
     return {"parts": list(args.parts), "controllers": list(args.controllers),
             "grasps": args.grasps, "trials": args.trials,
             "mix_trials": args.mix_trials, "mix_errors": list(args.mix_errors),

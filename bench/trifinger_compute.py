@@ -22,13 +22,13 @@ for the planner's thread, or in the asynchronous mode for the GIL, costs no CPU 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Optional
 
 import numpy as np
 import pybullet
 
+from sim2real_checks import provenance, write_json
 from trifinger_controllers import (CONTROLLERS, IDENTITY, PHYSICS_RATE, RESTING_HEIGHT, Controller, CubePose,
                                    FingerKinematics, Observation, SimOptions, SimulatedPlatform, add_arguments,
                                    default_grasp, episode_specs, from_arguments, make_controller, run_episode)
@@ -167,8 +167,8 @@ def main() -> None:
                                     args.trials, args.knock_at, args.asynchronous))
         print(describe(results[-1]), flush=True)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"compute": results, **options.describe(), "label": "simulation"}, f, indent=1)
+        write_json(args.out, {"compute": results, **options.describe(), "label": "simulation",
+                              **provenance("bench/trifinger_compute.py")})
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 A result is a JSON file under a ``results/`` folder (``PKG/results/**`` or ``bench/results/``).
 It was measured at the commit its ``commit`` field names (tools write it through
-``sim2real_checks.provenance``), or, for a file without one, at the last commit that changed the
-file. It depends on the code of its package (``PKG/`` for ``PKG/results/``) and on what
+``sim2real_checks.provenance``; ``X+changes``, measured with uncommitted changes, counts from the
+commit that added the file when that descends from X: the changes were committed with it), or,
+for a file without one, at the last commit that changed the file. The committed version is read
+(HEAD), not the working tree. It depends on the code of its package (``PKG/`` for ``PKG/results/``) and on what
 ``tools/results_inputs.yaml`` adds; tests, documentation and results are not code. A result is
 stale when a commit after its own changed that code.
 
@@ -27,9 +29,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 INPUTS_FILE = ROOT / "tools" / "results_inputs.yaml"
-#: Never code: a change here does not make a result stale.
-NOT_CODE = (":(exclude,glob)**/*.md", ":(exclude,glob)**/results/**", ":(exclude,glob)**/test/**",
-            ":(exclude,glob)**/*.png", ":(exclude,glob)reports/**")
+#: Never code: a change here does not make a result stale. Other files in results/ (a policy, an
+#: identified URDF, kernels) are inputs of the results made from them.
+NOT_CODE = (":(exclude,glob)**/*.md", ":(exclude,glob)**/results/**/*.json",
+            ":(exclude,glob)**/results/**/*.txt", ":(exclude,glob)**/results/pages.yaml",
+            ":(exclude,glob)**/test/**", ":(exclude,glob)**/*.png", ":(exclude,glob)reports/**")
 
 
 class ResultsAgeError(Exception):
@@ -48,14 +52,21 @@ class ResultAge:
 
     @property
     def stale(self) -> bool:
+        """A commit after the result's changed its code."""
         return bool(self.newer_code)
 
 
 def git(root: Path, *args: str) -> str:
+    """``git ARGS`` in ``root``; its output, or :class:`ResultsAgeError` with git's message."""
     done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise ResultsAgeError(f"git {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout
+
+
+def _is_ancestor(root: Path, commit: str, of: str) -> bool:
+    return subprocess.run(["git", "merge-base", "--is-ancestor", commit, of], cwd=root,
+                          capture_output=True, timeout=60).returncode == 0
 
 
 def committed_results(root: Path) -> List[str]:
@@ -89,24 +100,27 @@ def inputs_of(result: str, extra: Dict[str, list]) -> List[str]:
 
 
 def measured_at(root: Path, result: str) -> str:
-    """The commit ``result`` was measured at: its ``commit`` field, else its last commit."""
-    try:
-        data = json.loads((root / result).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ResultsAgeError(f"{result}: not a readable JSON file ({exc})") from exc
-    field = data.get("commit") if isinstance(data, dict) else None
-    if isinstance(field, str) and field not in ("", "unknown"):
-        commit = field.split("+")[0]
-        if subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=root,
-                          capture_output=True).returncode == 0:
-            return git(root, "rev-parse", "--short", commit).strip()
+    """The commit ``result`` was measured at (module docstring)."""
     last = git(root, "log", "-1", "--format=%h", "--", result).strip()
     if not last:
         raise ResultsAgeError(f"{result}: not committed")
-    return last
+    try:
+        data = json.loads(git(root, "show", f"HEAD:{result}"))
+    except ValueError as exc:
+        raise ResultsAgeError(f"{result}: not a readable JSON file ({exc})") from exc
+    field = data.get("commit") if isinstance(data, dict) else None
+    if not isinstance(field, str) or field in ("", "unknown"):
+        return last
+    commit, _, changes = field.partition("+")
+    if not _is_ancestor(root, commit, "HEAD"):
+        return last                      # e.g. measured on a branch that was rebased
+    if changes and _is_ancestor(root, commit, last):
+        return last
+    return git(root, "rev-parse", "--short", commit).strip()
 
 
 def result_age(root: Path, result: str, extra: Dict[str, list], known: Dict[str, str]) -> ResultAge:
+    """``result``'s commit, inputs and the commits of those inputs since."""
     commit = measured_at(root, result)
     inputs = inputs_of(result, extra)
     newer = git(root, "log", "--format=%h %s", f"{commit}..HEAD", "--", *inputs, *NOT_CODE)
@@ -115,6 +129,7 @@ def result_age(root: Path, result: str, extra: Dict[str, list], known: Dict[str,
 
 
 def ages(root: Path = ROOT, inputs_file: Path = INPUTS_FILE) -> List[ResultAge]:
+    """Every committed result's age."""
     spec = load_inputs(inputs_file)
     return [result_age(root, r, spec["inputs"], spec["known_stale"]) for r in committed_results(root)]
 

@@ -3,6 +3,7 @@
 The inputs are the committed results of the same tools make demo runs (the pipeline, Fig. 8, the
 ILC, the vehicle experiment, TriFinger evaluations) and two live comparisons written here."""
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -56,8 +57,10 @@ def test_the_report_leads_with_a_verdict_per_method_and_the_plots(reports: Path)
     assert f"gate adopted **{pipe['adopted']}**" in verdict
     vehicle = json.loads((reports / "vehicle_experiment.json").read_text())
     assert f"close {100 * vehicle['gap_closure']:.0f} %" in verdict
-    drops = sum(t["drop"] for t in json.loads((reports / "trifinger_mp_pg_l3.json").read_text())["trials"])
-    assert "MP-PG " in verdict and f"{drops}/20 drops" in verdict
+    mp = json.loads((reports / "trifinger_mp_pg_l3.json").read_text())
+    drops = sum(t["drop"] for t in mp["trials"])
+    error = sum(t["position_error_cm"] for t in mp["trials"]) / len(mp["trials"])
+    assert f"MP-PG {error:.2f} cm, {drops}/20 drops" in verdict
     plots = text.split("## Plots")[1].split("\n## ")[0]
     assert "](pipeline/stages.png)" in plots and "](fig8.png)" in plots
     assert "](live/nominal.png)" not in plots     # no plot file, no broken link
@@ -66,3 +69,5 @@ def test_the_report_leads_with_a_verdict_per_method_and_the_plots(reports: Path)
 def test_the_verdict_ratio_is_the_geometric_mean_over_the_joints() -> None:
     assert demo_report.times_lower({"torque_mse": [4.0, 1.0]}, {"torque_mse": [1.0, 4.0]}) == pytest.approx(1.0)
     assert demo_report.times_lower({"torque_mse": [8.0, 2.0]}, {"torque_mse": [1.0, 1.0]}) == pytest.approx(4.0)
+    assert demo_report.geomean([4.0, 0.0, float("inf")]) == pytest.approx(4.0)
+    assert math.isnan(demo_report.geomean([]))

@@ -51,12 +51,40 @@ def test_a_result_goes_stale_when_its_package_changes_and_not_for_docs_or_tests(
 def test_the_commit_field_wins_over_the_files_own_commit(repo: Path) -> None:
     measured = _git(repo, "rev-parse", "--short", "HEAD")
     _commit(repo, {"lib/core.py": "b = 2\n"}, "lib changed")
-    # committed after the change, but measured before it (and with local changes)
-    _commit(repo, {"bench/results/b.json": json.dumps({"commit": measured + "+changes"})}, "result")
+    # committed after the change, but measured before it
+    _commit(repo, {"bench/results/b.json": json.dumps({"commit": measured})}, "result")
     age = _age(repo, "bench/results/b.json", extra={"bench/results/b*.json": ["lib"]})
     assert age.commit == measured and age.inputs == ["lib"] and age.stale
     with pytest.raises(results_age.ResultsAgeError, match="no code listed"):
         _age(repo, "bench/results/b.json")  # a bench result must say what it measured
+
+
+def test_a_result_measured_with_changes_counts_from_the_commit_that_added_it(repo: Path) -> None:
+    base = _git(repo, "rev-parse", "--short", "HEAD")
+    # measured with pkg/src changed, committed together with that change
+    _commit(repo, {"pkg/src/model.py": "a = 5\n",
+                   "pkg/results/r.json": json.dumps({"commit": base + "+changes"})}, "code and result")
+    age = _age(repo, "pkg/results/r.json")
+    assert age.commit == _git(repo, "rev-parse", "--short", "HEAD") and not age.stale
+    # a commit field that is not in the history (a rebased branch): the file's own commit
+    _commit(repo, {"pkg/results/r.json": json.dumps({"commit": "0123abc"})}, "foreign commit")
+    assert _age(repo, "pkg/results/r.json").commit == _git(repo, "rev-parse", "--short", "HEAD")
+
+
+def test_the_committed_result_counts_not_the_working_tree(repo: Path) -> None:
+    _commit(repo, {"pkg/results/r.json": "{}"}, "result")
+    _commit(repo, {"pkg/src/model.py": "a = 4\n"}, "model changed")
+    (repo / "pkg" / "results" / "r.json").write_text(json.dumps({"rerun": "not committed yet"}))
+    assert _age(repo, "pkg/results/r.json").stale
+
+
+def test_files_in_results_other_than_figures_are_inputs(repo: Path) -> None:
+    _commit(repo, {"pkg/results/r.json": "{}"}, "result")
+    _commit(repo, {"pkg/results/pages.yaml": "title: t\n", "pkg/results/table.txt": "t\n",
+                   "pkg/results/other.json": "{}", "pkg/RESULTS.md": "r\n"}, "pages")
+    assert not _age(repo, "pkg/results/r.json").stale
+    _commit(repo, {"pkg/results/policy.pt": "weights"}, "a policy the result reads")
+    assert _age(repo, "pkg/results/r.json").stale
 
 
 def test_check_fails_on_unlisted_stale_and_listed_fresh_results(repo: Path) -> None:

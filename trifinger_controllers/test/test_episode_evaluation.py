@@ -100,6 +100,14 @@ def test_drop_detector_needs_the_cube_in_the_air_and_out_of_the_fingers():
     assert not detector.update(lifted, away)
     assert not detector.update(lifted, in_air)
     assert not detector.update(on_floor, set_down)
+    # let go in the air and caught just above the floor (lowest corner 5-10 mm): not a drop
+    low = CubePose(np.array([0.0, 0.0, 0.0325 + 0.007]), upright)
+    near_floor = _tips_around(0.0325 + 0.007)
+    assert evaluation.holding_fingers(KIN, low, near_floor) == 3
+    assert not detector.update(lifted, away)
+    assert not detector.update(low, away) and detector.falling
+    assert not detector.update(low, near_floor) and not detector.falling
+    assert not detector.update(on_floor, set_down)
     # let go in the air: dropped when it reaches the floor, whatever the fingers do then
     assert not detector.update(lifted, in_air)
     assert not detector.update(lifted, away)

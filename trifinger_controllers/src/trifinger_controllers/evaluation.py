@@ -94,7 +94,8 @@ class DropDetector:
     floor. While its lowest corner is above :data:`LIFT_HEIGHT` it is in the air, and falling
     when fewer than two fingertips hold it; a falling cube whose lowest corner reaches
     :data:`FLOOR_TOLERANCE` is dropped. Pushing, rolling, flipping or turning the cube on the
-    floor (a corner stays down) is never a drop. Feed it every step."""
+    floor (a corner stays down) is never a drop. Feed it every step (the fingertips' forward
+    kinematics run only while the cube is in the air or falling)."""
 
     def __init__(self, kinematics: FingerKinematics) -> None:
         self.kinematics = kinematics
@@ -108,8 +109,11 @@ class DropDetector:
         low = cube.lowest_point(pose)
         if low > LIFT_HEIGHT:
             self.falling = holding_fingers(self.kinematics, pose, joint_positions) < 2
-        elif self.falling and low < FLOOR_TOLERANCE:
-            self.dropped = True
+        elif self.falling:
+            if low < FLOOR_TOLERANCE:
+                self.dropped = True
+            elif holding_fingers(self.kinematics, pose, joint_positions) >= 2:
+                self.falling = False     # caught just above the floor
         return self.dropped
 
 

@@ -140,7 +140,7 @@ def _ramp_case(ctx: Context, n_search: int) -> dict[str, Any]:
     sarsa: dict[str, Any] = {}
     if cfg.sarsa_episodes:
         sarsa = ctx.stage("redesign SARSA", lambda: sarsa_redesign(ctx, kernel_set,
-                                                                    ramp_spec))
+                                                                   ramp_spec))
         programs["redesigned_sarsa"] = {}
         policies["redesigned_sarsa"] = sarsa.pop("policy")
     prediction = ctx.stage("prediction", lambda: predict_programs(

@@ -69,7 +69,7 @@ SARSA_REPEAT_SEED = 300
 
 
 def sarsa_over_seeds(ctx: Context, kernel_set: KernelSet, spec: StateSpec,
-                      first: Mapping[str, Any]) -> dict[str, Any]:
+                     first: Mapping[str, Any]) -> dict[str, Any]:
     """How stable SARSA's redesign is over seeds: ``sarsa_repeats`` further trainings with their
     own learner and mission seeds; each greedy rule runs in the kernel simulation and in the
     deployment on the prediction experiment's seeds (7, 8: no training or search used them), as

@@ -203,7 +203,7 @@ class Context:
 
 
 def record_run(ctx: Context, vehicle: VehicleConfig, mission: MissionConfig, offset: int,
-              bag: str, label: str, hook: Optional[KernelHook] = None) -> RunResult:
+               bag: str, label: str, hook: Optional[KernelHook] = None) -> RunResult:
     run = run_missions(vehicle, mission, ctx.spec, ctx.config.missions, seed=ctx.seed(offset),
                        hook=hook, record_messages=True, label=label)
     write_bag(ctx.bag(bag), run)
@@ -227,8 +227,8 @@ def _merge(previous: Optional[KernelSet], new: KernelSet, report: GenerationRepo
 
 
 def kernel_rounds(ctx: Context, spec: StateSpec, generation: GenerationConfig, rounds: int,
-                   sim_bag: str, phy: History, deploy_label: str, prefix: str
-                   ) -> tuple[KernelSet, list[dict[str, Any]]]:
+                  sim_bag: str, phy: History, deploy_label: str, prefix: str
+                  ) -> tuple[KernelSet, list[dict[str, Any]]]:
     """Algorithm 1, then ``rounds - 1`` refinement rounds from the kernel-modified simulation's
     bags (README.md, "The delivery-vehicle experiment", step 3)."""
     kernel_set: Optional[KernelSet] = None
@@ -246,7 +246,7 @@ def kernel_rounds(ctx: Context, spec: StateSpec, generation: GenerationConfig, r
             bag = f"{prefix}_kernel_sim_round{r + 1}.bag"
             hook = KernelHook(kernel_set, spec, ctx.mission.period)
             run = record_run(ctx, ctx.design, ctx.mission, 200 + r, bag,
-                            f"kernel sim round {r + 1}", hook)
+                             f"kernel sim round {r + 1}", hook)
             entry["next_round_atr"] = float(run.atr[-1])
         reports.append(entry)
         ctx.bar.set_postfix_str(f"{prefix} kernels round {r + 1}/{rounds}: {len(kernel_set)}")

@@ -100,11 +100,15 @@ class CommandTimeout(unittest.TestCase):
     def test_killed_controller_hold_and_takeover(self):
         # the controller runs (its first commands can come seconds after the simulator's start)
         # and the simulator's last word is that it is not holding (a stall of the starting
-        # controller under load can cause a short hold: its lines are at least a second old)
+        # controller under load can cause a short hold: its lines are at least a second old,
+        # and the status, published about once a second, has counted it)
         def settled():
             with self.lock:
                 quiet = not self.lines or time.monotonic() - self.lines[-1][0] > 1.2
+                announced = sum(level == Log.WARN and "holding the joints" in text
+                                for _, level, text in self.lines)
                 return (len(self.commands) > 200 and self.status.get("holding") == "False"
+                        and self.status.get("holds") == str(announced)
                         and quiet and (not self.lines or self.lines[-1][1] == Log.INFO))
         self.assertTrue(wait_for(settled, 90), f"no steady torque commands: {self.lines}")
         # it runs with the hyperparameters controller.launch loaded as the mapping ~params

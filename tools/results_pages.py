@@ -126,8 +126,17 @@ def _provenance(name: str, data: Any, stale: Optional[str]) -> str:
     return text + (f". **Stale** (older than its code): {stale}" if stale else "")
 
 
-def render(page: Page) -> str:
-    """The page's Markdown."""
+def known_stale() -> Dict[str, str]:
+    """tools/results_inputs.yaml's stale results and their reasons."""
+    try:
+        return results_age.load_inputs(results_age.INPUTS_FILE)["known_stale"]
+    except results_age.ResultsAgeError as exc:
+        raise ResultsPageError(str(exc)) from exc
+
+
+def render(page: Page, stale: Optional[Dict[str, str]] = None) -> str:
+    """The page's Markdown; ``stale``: :func:`known_stale`, read here when not given."""
+    known = known_stale() if stale is None else stale
     spec = _load_spec(page)
     files = _Files(page.results)
     lines = [HEADER, f"# {spec['title']}", ""]
@@ -135,10 +144,6 @@ def render(page: Page) -> str:
         lines += [str(spec["what"]).strip(), ""]
     for i, table in enumerate(spec["tables"]):
         lines += _table(table, files, f"{page.spec}, table {i + 1}")
-    try:
-        known = results_age.load_inputs(results_age.INPUTS_FILE)["known_stale"]
-    except results_age.ResultsAgeError as exc:
-        raise ResultsPageError(str(exc)) from exc
     folder = page.results.relative_to(page.results.parents[1]).as_posix()
     lines += ["## Files", ""] + [_provenance(n, d, known.get(f"{folder}/{n}"))
                                  for n, d in files.loaded.items()] + [""]
@@ -151,8 +156,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     outdated = []
     try:
+        stale = known_stale()
         for page in pages():
-            text = render(page)
+            text = render(page, stale)
             current = page.output.read_text(encoding="utf-8") if page.output.exists() else None
             if text == current:
                 continue

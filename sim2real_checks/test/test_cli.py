@@ -102,3 +102,25 @@ def test_save_figure_writes_the_plot_into_a_new_folder_and_closes_it(tmp_path):
     save_figure(fig, str(path), dpi=50)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and os.listdir(path.parent) == ["line.png"]
     assert not plt.fignum_exists(fig.number)
+
+
+def test_inside_a_tool_run_every_json_records_the_commit_and_the_command(tmp_path):
+    from sim2real_checks.outputs import tool_run
+    script = os.path.join(str(tmp_path), "my_pkg", "scripts", "my-tool")
+    inside, own, after = (tmp_path / n for n in ("inside.json", "own.json", "after.json"))
+    with tool_run("my-tool", ["--json", str(inside), "--seed", "3"], script=script) as run:
+        write_json(str(inside), {"x": 1})
+        write_json(str(own), {"x": 2, "commit": "abc"})
+    write_json(str(after), {"x": 3})
+    figures = json.loads(inside.read_text())
+    assert figures["x"] == 1 and figures["commit"] == run["commit"] and figures["commit"]
+    assert figures["command"] == f"rosrun my_pkg my-tool --json {inside} --seed 3"
+    assert json.loads(own.read_text()) == {"x": 2, "commit": "abc"}      # a tool's own provenance wins
+    assert json.loads(after.read_text()) == {"x": 3}                     # outside a run: unchanged
+
+
+def test_a_command_names_paths_in_the_checkout_from_its_root():
+    from sim2real_checks.outputs import provenance
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    command = provenance("tool", [os.path.join(root, "results", "a.json"), "/elsewhere/b.json"])["command"]
+    assert command == "tool results/a.json /elsewhere/b.json"

@@ -6,7 +6,8 @@
   lines; ``--no-progress`` is its alias for one release).
 * :func:`run`: calls a tool's ``main``; the package's base error or an OSError becomes one line,
   ``PROG: error: MESSAGE``, exit code 2; Ctrl-C exits with 130.
-* output files: :func:`sim2real_checks.outputs.write_json`.
+* output files: :func:`sim2real_checks.outputs.write_json`; inside :func:`run` every JSON mapping
+  a tool writes records the tool's commit and command (``commit``, ``command``).
 
 Imports without ROS.
 """
@@ -40,9 +41,12 @@ def run(main: Callable[[Optional[Sequence[str]]], int], prog: Optional[str] = No
         errors: tuple[type[Exception], ...] = ()) -> NoReturn:
     """Exit with ``main(None)``'s code; one of ``errors`` (the package's base error) or an
     OSError becomes ``PROG: error: MESSAGE`` on stderr and exit code 2, Ctrl-C exit code 130."""
+    from sim2real_checks.outputs import tool_run
+
     prog = prog or os.path.basename(sys.argv[0])
     try:
-        code = main(None)
+        with tool_run(prog):
+            code = main(None)
     except (*errors, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         sys.exit(2)

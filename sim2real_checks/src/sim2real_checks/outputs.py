@@ -63,12 +63,45 @@ def save_figure(fig: Any, path: str, dpi: int = 110) -> None:
         plt.close(fig)
 
 
+_TOOL_RUN: Optional[dict] = None     # the running tool's provenance (tool_run)
+
+
+@contextlib.contextmanager
+def tool_run(prog: str, argv: Optional[list] = None, script: Optional[str] = None) -> Iterator[dict]:
+    """Inside the block (cli.run wraps a tool's main in it), :func:`write_json` adds the tool's
+    :func:`provenance` (its commit read when the block starts, i.e. when its code was loaded) to
+    every mapping written without a ``commit`` of its own: each results JSON says which commit
+    and command produced it."""
+    global _TOOL_RUN
+    outer, _TOOL_RUN = _TOOL_RUN, provenance(tool_command(prog, script), argv)
+    try:
+        yield _TOOL_RUN
+    finally:
+        _TOOL_RUN = outer
+
+
+def tool_command(prog: str, script: Optional[str] = None) -> str:
+    """How a user runs the tool ``prog``: ``rosrun PKG PROG`` for a package's script (in
+    ``PKG/scripts/`` or catkin's ``devel/lib/PKG/``), else ``prog``."""
+    import sys
+    where = os.path.abspath(script or sys.argv[0])
+    parent = os.path.basename(os.path.dirname(where))
+    if parent == "scripts":
+        return f"rosrun {os.path.basename(os.path.dirname(os.path.dirname(where)))} {prog}"
+    if os.path.basename(os.path.dirname(os.path.dirname(where))) == "lib":
+        return f"rosrun {parent} {prog}"
+    return prog
+
+
 def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_nan: bool = True) -> None:
     """Write ``figures`` (made :func:`plain`) to ``path`` if given, creating its folder; the file
     is replaced atomically. ``allow_nan=False``: strict JSON, NaN and infinities written as null
-    (a long run's figures are never lost to one non-finite value)."""
+    (a long run's figures are never lost to one non-finite value). Inside a tool run
+    (:func:`tool_run`) a mapping without ``commit`` gets the tool's commit and command."""
     if not path:
         return
+    if _TOOL_RUN is not None and isinstance(figures, Mapping) and "commit" not in figures:
+        figures = {**figures, **_TOOL_RUN}
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         json.dump(plain(figures, finite=not allow_nan), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
         f.write("\n")
@@ -97,7 +130,14 @@ def source_commit(path: Optional[str] = None) -> str:
 
 def provenance(prog: str, argv: Optional[list] = None) -> dict:
     """``{"commit": source_commit(), "command": "PROG ARGS"}`` for a tool's JSON; ``argv``: the
-    arguments main() was given (None: the process's)."""
+    arguments main() was given (None: the process's). Paths inside the checkout are written
+    relative to its root, so the command reads the same on every machine."""
     import sys
     args = sys.argv[1:] if argv is None else list(argv)
-    return {"commit": source_commit(), "command": " ".join([prog, *args])}
+    return {"commit": source_commit(), "command": " ".join([prog, *map(_from_checkout, map(str, args))])}
+
+
+def _from_checkout(arg: str) -> str:
+    """``arg`` with the checkout's root (the folder holding this package) cut from its paths."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return arg.replace(root + os.sep, "") if root != os.sep else arg

@@ -69,3 +69,20 @@ def test_a_page_quotes_its_files_with_their_provenance(tmp_path: Path) -> None:
 def test_a_bad_spec_or_file_is_one_clear_error(tmp_path: Path, spec: str, files: dict, message: str) -> None:
     with pytest.raises(results_pages.ResultsPageError, match=message):
         results_pages.render(_page(tmp_path, spec, **files))
+
+
+def test_a_null_figure_is_a_dash_and_a_file_outside_the_package_keeps_its_stale_mark(tmp_path: Path) -> None:
+    bench = tmp_path / "bench" / "results"
+    bench.mkdir(parents=True)
+    (bench / "speed.json").write_text(json.dumps({"median": None, "label": "simulation"}))
+    spec = ("title: T\ntables:\n  - columns: [Median]\n    rows:\n"
+            "      - {file: ../../bench/results/speed.json, cells: ['{median:.3f}']}\n")
+    text = results_pages.render(_page(tmp_path, spec), stale={"bench/results/speed.json": "rerun it"})
+    assert f"| {results_pages.NONE} |" in text
+    assert ("- `../../bench/results/speed.json`: simulation; measured at a commit not recorded in the file. "
+            "**Stale** (older than its code): rerun it") in text
+
+
+def test_a_key_made_of_digits_is_found() -> None:
+    fields = {"throughput": {"1": 10.0, "256": 2500.0}, "list": [7, 8]}
+    assert results_pages._cell("{throughput[256]:.0f} {throughput[1]:.1f} {list[1]}", fields, "here") == "2500 10.0 8"

@@ -2,9 +2,12 @@
 # make test: pytest over every package's library tests, then the rostest integration tests
 # (real nodes on loopback). Prints one closing line 'N passed, N failed' over all of them and
 # exits non-zero on any failure. Called by `make test` after `source env.sh`.
-# On 2 cores the work is split in lanes: the library tests on two pytest workers (one file per
-# worker, the longest file first), the rostests that need no 1 kHz robot two at a time; what runs
-# a 1 kHz robot or measures a rate runs alone (SERIAL_*), so the machine's load cannot fail it.
+# On 2 cores the work is split in lanes. The library tests run on two pytest workers (one file per
+# worker, the longest file first) under the SCHED_IDLE policy (chrt --idle), beside the rostests:
+# they take only CPU time no rostest node wants, so they fill the cores the rostests leave idle
+# without delaying a node. The rostests that need no 1 kHz robot run two at a time; what runs a
+# 1 kHz robot or measures a rate runs alone (SERIAL_*), beside nothing but the idle-policy pytest
+# lane. PYTEST_BESIDE=0 runs the pytest lane first, on its own, as before.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/build/test-results"
@@ -24,12 +27,26 @@ for pkg in sim2real_checks sim2real_gazebo panda_gazebo panda_sim2real panda_fci
 done
 ignore=()
 for f in "${SERIAL_PYTEST[@]}"; do ignore+=("--ignore=$root/$f"); done
-echo "== pytest ($lanes workers): ${test_dirs[*]#$root/}"
-python -m pytest -q -p no:cacheprovider -n "$lanes" --dist loadfile --ignore-glob="*/test/gazebo/*" \
-  "${ignore[@]}" --junitxml="$results/pytest.xml" "${test_dirs[@]}" || status=1
-echo "== pytest (alone): ${SERIAL_PYTEST[*]}"
-(cd "$root" && python -m pytest -q -p no:cacheprovider --junitxml="$results/pytest_serial.xml" \
-  "${SERIAL_PYTEST[@]}") || status=1
+beside="${PYTEST_BESIDE:-1}"
+pytest_log="$results/logs/pytest.log"
+pytest_lane() {   # the library tests on two workers; beside the rostests on idle CPU only
+  local policy=()
+  if [[ "$beside" == 1 ]]; then
+    if chrt --idle 0 true 2> /dev/null; then policy=(chrt --idle 0); else policy=(nice -n 19); fi
+  fi
+  "${policy[@]}" python -m pytest -q -p no:cacheprovider -n "$lanes" --dist loadfile \
+    --ignore-glob="*/test/gazebo/*" "${ignore[@]}" --junitxml="$results/pytest.xml" "${test_dirs[@]}"
+}
+if [[ "$beside" == 1 ]]; then
+  echo "== pytest ($lanes workers, on idle CPU beside the rostests; its output when it ends)"
+  # disowned, so that the rostest lanes' `wait -n` never reaps it; its exit code goes to a file
+  (pytest_lane > "$pytest_log" 2>&1; echo $? > "$results/pytest.rc") &
+  pytest_pid=$!
+  disown "$pytest_pid"
+else
+  echo "== pytest ($lanes workers): ${test_dirs[*]#$root/}"
+  pytest_lane || status=1
+fi
 
 serial() {   # serial PATH.test: is it in SERIAL_ROSTEST (by package or by file)?
   local rel="${1#$root/}" s
@@ -64,6 +81,15 @@ done
 while (( running > 0 )); do wait -n || status=1; running=$((running - 1)); done
 echo "== rostest, one at a time: ${#alone[@]} tests"
 for launch in "${alone[@]}"; do rostest_one "$launch" || status=1; done
+if [[ "$beside" == 1 ]]; then
+  while kill -0 "$pytest_pid" 2> /dev/null; do sleep 1; done
+  echo "== pytest ($lanes workers, exit $(cat "$results/pytest.rc" 2> /dev/null || echo lost)): ${test_dirs[*]#$root/}"
+  cat "$pytest_log"
+  [[ "$(cat "$results/pytest.rc" 2> /dev/null)" == 0 ]] || status=1
+fi
+echo "== pytest (alone): ${SERIAL_PYTEST[*]}"
+(cd "$root" && python -m pytest -q -p no:cacheprovider --junitxml="$results/pytest_serial.xml" \
+  "${SERIAL_PYTEST[@]}") || status=1
 
 python "$root/tools/test_summary.py" "$results" || status=1
 exit $status

@@ -34,11 +34,11 @@ from trifinger_controllers.errors import TrifingerError
 #: The primitives' rate [Hz] (all three are 100 Hz controllers).
 PRIMITIVE_RATE_HZ = 100.0
 #: "Far off" per policy [deg]: the yaw above which the chain turns the cube before the policy
-#: (README, "Alignment"; simulation, tracker model, pure yaw errors of 30-90 deg, 2 trials each):
-#: CPC-TG ended within 2 deg of all of them; MP-PG within 1 deg of 50 and 90 (with the ideal
-#: camera: with the tracker model it did not move the cube at all); CIC-CG kept 13 deg of 30 and
-#: 50 and dropped the cube at 70 and 90, and a yaw turn before it (threshold 15) left it 2-4 deg
-#: worse on Table II trials with 17-32 deg of yaw. Other policies: the default, 15 deg.
+#: (README, "Alignment"). Chosen on pure yaw errors of 30-90 deg in simulation: CPC-TG turns such
+#: a cube itself, and MP-PG did with the ideal camera (with the tracker model not always), so
+#: only a yaw beyond 90 deg is turned first; CIC-CG keeps more of a large yaw, so it is turned
+#: first above 60 deg (a turn at smaller errors left Table II trials worse). The runs per policy
+#: and angle: results/yaw_errors/ (RESULTS.md). Other policies: the default, 15 deg.
 YAW_THRESHOLDS_DEG = {"cpc": 90.0, "cic": 60.0, "mp": 90.0}
 _Z = np.array([0.0, 0.0, 1.0])
 

@@ -138,6 +138,16 @@ def test_settings_from_the_file_and_the_options(tmp_path):
         load_settings(None, out="o", tasks_bag=str(bag))
 
 
+def test_recorded_bags_may_be_split_recordings_given_by_the_recorders_name(tmp_path):
+    """pipeline.launch records with `rosbag record --split -O pairs.bag`: pairs_0.bag, pairs_1.bag."""
+    for name in ("pairs_0.bag", "pairs_1.bag", "tasks.bag"):
+        (tmp_path / name).write_bytes(b"")
+    s = load_settings(None, out="o", pairs_bag=str(tmp_path / "pairs.bag"), tasks_bag=str(tmp_path / "tasks.bag"))
+    assert s.recorded
+    with pytest.raises(PipelineError, match=r"stage settings: pairs bag not found: .*missing\.bag"):
+        load_settings(None, out="o", pairs_bag=str(tmp_path / "missing.bag"), tasks_bag=str(tmp_path / "tasks.bag"))
+
+
 # ------------------------------------------------------------------------------ tools
 
 def test_a_failing_tool_becomes_one_line_naming_the_stage():

@@ -4,6 +4,7 @@ from sim2real_checks import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "alignment": ["AlignedPair", "Progress", "align_all"],
+    "bag_set": ["BagSet", "resolve_bags"],
     "collection": ["CollectionRequest", "CollectionResult", "load_simulator", "run_collection"],
     "data_source": ["load_dataset"],
     "dataset": ["Dataset", "SPLITS", "assign_splits"],

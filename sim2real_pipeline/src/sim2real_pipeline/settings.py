@@ -5,7 +5,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import yaml
 
@@ -18,6 +18,19 @@ CONFIG_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..
 def default_reality_config() -> str:
     from panda_sim2real import REALITY_CONFIG_FILE
     return REALITY_CONFIG_FILE
+
+
+def recording_files(path: str, what: str = "recording",
+                    bad: Optional[Callable[[str], Exception]] = None) -> list[str]:
+    """The bag files of the recording ``path``: a bag, or the name ``rosbag record --split`` was
+    given (``pairs.bag`` for pairs_0.bag, pairs_1.bag, ...), as panda_pairs reads it. None:
+    ``bad(why)`` is raised (default: PipelineError of the stage "settings")."""
+    from panda_pairs import BagError, resolve_bags
+    try:
+        return list(resolve_bags(path).all_files)
+    except BagError as exc:
+        why = f"{what} not found: {path} ({exc})"
+        raise (bad(why) if bad else PipelineError("settings", why)) from None
 
 
 @dataclass(frozen=True)
@@ -83,10 +96,11 @@ class PipelineSettings:
                       "--pairs-bag and --tasks-bag, or neither")
         if self.models_from is not None and not os.path.isdir(self.models_from):
             raise bad(f"models from: no work directory {self.models_from}")
-        for name in ("pairs_bag", "tasks_bag", "reality_config"):
-            path = getattr(self, name)
-            if path is not None and not os.path.isfile(path):
-                raise bad(f"{name.replace('_', ' ')} not found: {path}")
+        if self.reality_config is not None and not os.path.isfile(self.reality_config):
+            raise bad(f"reality config not found: {self.reality_config}")
+        for name in ("pairs_bag", "tasks_bag"):
+            if getattr(self, name) is not None:
+                recording_files(getattr(self, name), name.replace("_", " "), bad)
 
     @property
     def recorded(self) -> bool:

@@ -207,8 +207,10 @@ def _collect_settings(s: PipelineSettings) -> dict[str, Any]:
     from panda_sim2real import SIM_CONFIG_FILE
     from panda_sim2real import DEFAULT_WORK_CYCLE_FILE
     if s.recorded:
+        from sim2real_pipeline.settings import recording_files
         bags = [os.path.abspath(p) for p in (s.pairs_bag, s.tasks_bag)]
-        return {"bags": bags, "stat": [(os.path.getsize(p), os.path.getmtime(p)) for p in bags]}
+        files = [f for p in bags for f in recording_files(p)]
+        return {"bags": bags, "stat": [(os.path.getsize(f), os.path.getmtime(f)) for f in files]}
     generator = os.path.join(os.path.dirname(DEFAULT_WORK_CYCLE_FILE), "trajectories.yaml")
     return {"trajectories": s.trajectories, "task_repeats": s.task_repeats, "seed": s.seed,
             **({"sim": s.sim} if s.sim != "pybullet" else {}),

@@ -2,12 +2,13 @@
 # make test: pytest over every package's library tests, then the rostest integration tests
 # (real nodes on loopback). Prints one closing line 'N passed, N failed' over all of them and
 # exits non-zero on any failure. Called by `make test` after `source env.sh`.
-# On 2 cores the work is split in lanes. The library tests run on two pytest workers (one file per
-# worker, the longest file first) under the SCHED_IDLE policy (chrt --idle), beside the rostests:
-# they take only CPU time no rostest node wants, so they fill the cores the rostests leave idle
-# without delaying a node. The rostests that need no 1 kHz robot run two at a time; what runs a
-# 1 kHz robot or measures a rate runs alone (SERIAL_*), beside nothing but the idle-policy pytest
-# lane. PYTEST_BESIDE=0 runs the pytest lane first, on its own, as before.
+# On 2 cores the work is split in lanes. The rostests that need no 1 kHz robot run first, two at
+# a time. Then what runs a 1 kHz robot or measures a rate (SERIAL_ROSTEST) runs one at a time,
+# and beside it the library tests, on two pytest workers (one file per worker, the longest file
+# first) under the SCHED_IDLE policy (chrt --idle): they take only CPU time no node wants, so
+# they fill the core a single rostest leaves idle. (Beside the two-at-a-time rostests they made
+# the 1 kHz TriFinger simulations fall behind real time.) The pytest files with a 1 kHz stand-in
+# (SERIAL_PYTEST) run last, alone. PYTEST_BESIDE=0 runs the pytest lane first, on its own.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/build/test-results"
@@ -37,13 +38,7 @@ pytest_lane() {   # the library tests on two workers; beside the rostests on idl
   "${policy[@]}" python -m pytest -q -p no:cacheprovider -n "$lanes" --dist loadfile \
     --ignore-glob="*/test/gazebo/*" "${ignore[@]}" --junitxml="$results/pytest.xml" "${test_dirs[@]}"
 }
-if [[ "$beside" == 1 ]]; then
-  echo "== pytest ($lanes workers, on idle CPU beside the rostests; its output when it ends)"
-  # disowned, so that the rostest lanes' `wait -n` never reaps it; its exit code goes to a file
-  (pytest_lane > "$pytest_log" 2>&1; echo $? > "$results/pytest.rc") &
-  pytest_pid=$!
-  disown "$pytest_pid"
-else
+if [[ "$beside" != 1 ]]; then
   echo "== pytest ($lanes workers): ${test_dirs[*]#$root/}"
   pytest_lane || status=1
 fi
@@ -79,13 +74,18 @@ for launch in "${shared[@]}"; do
   running=$((running + 1))
 done
 while (( running > 0 )); do wait -n || status=1; running=$((running - 1)); done
+if [[ "$beside" == 1 ]]; then
+  echo "== pytest ($lanes workers, on idle CPU beside the rostests that run alone; its output when it ends)"
+  pytest_lane > "$pytest_log" 2>&1 &
+  pytest_pid=$!
+fi
 echo "== rostest, one at a time: ${#alone[@]} tests"
 for launch in "${alone[@]}"; do rostest_one "$launch" || status=1; done
 if [[ "$beside" == 1 ]]; then
-  while kill -0 "$pytest_pid" 2> /dev/null; do sleep 1; done
-  echo "== pytest ($lanes workers, exit $(cat "$results/pytest.rc" 2> /dev/null || echo lost)): ${test_dirs[*]#$root/}"
-  cat "$pytest_log"
-  [[ "$(cat "$results/pytest.rc" 2> /dev/null)" == 0 ]] || status=1
+  wait "$pytest_pid"
+  rc=$?
+  echo "== pytest ($lanes workers, exit $rc): ${test_dirs[*]#$root/}" && cat "$pytest_log"
+  (( rc == 0 )) || status=1
 fi
 echo "== pytest (alone): ${SERIAL_PYTEST[*]}"
 (cd "$root" && python -m pytest -q -p no:cacheprovider --junitxml="$results/pytest_serial.xml" \

@@ -303,7 +303,8 @@ def test_compare_script(bag_path, tmp_path):
     assert "Table II" in proc.stdout and "multi" in proc.stdout
     figures = json.load(open(js))
     assert set(figures) == {"position_mse", "velocity_mse", "torque_mse", "trajectories", "label",
-                            "sim_topic"}
+                            "sim_topic", "commit", "command"}     # a tool's JSON records its provenance
+    assert figures["command"].startswith("rosrun panda_pairs compare ")
     assert figures["sim_topic"] == "/sim/joint_states"
     assert all(len(figures[k]) == 7 for k in ("position_mse", "velocity_mse", "torque_mse"))
     assert figures["trajectories"] == N_TRAJECTORIES and figures["label"] == LABEL

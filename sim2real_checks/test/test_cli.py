@@ -121,6 +121,6 @@ def test_inside_a_tool_run_every_json_records_the_commit_and_the_command(tmp_pat
 
 def test_a_command_names_paths_in_the_checkout_from_its_root():
     from sim2real_checks.outputs import provenance
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     command = provenance("tool", [os.path.join(root, "results", "a.json"), "/elsewhere/b.json"])["command"]
     assert command == "tool results/a.json /elsewhere/b.json"

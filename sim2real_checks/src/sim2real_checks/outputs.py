@@ -139,5 +139,5 @@ def provenance(prog: str, argv: Optional[list] = None) -> dict:
 
 def _from_checkout(arg: str) -> str:
     """``arg`` with the checkout's root (the folder holding this package) cut from its paths."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))))
     return arg.replace(root + os.sep, "") if root != os.sep else arg

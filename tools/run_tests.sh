@@ -2,13 +2,9 @@
 # make test: pytest over every package's library tests, then the rostest integration tests
 # (real nodes on loopback). Prints one closing line 'N passed, N failed' over all of them and
 # exits non-zero on any failure. Called by `make test` after `source env.sh`.
-# On 2 cores the work is split in lanes. The rostests that need no 1 kHz robot run first, two at
-# a time. Then what runs a 1 kHz robot or measures a rate (SERIAL_ROSTEST) runs one at a time,
-# and beside it the library tests, on two pytest workers (one file per worker, the longest file
-# first) under the SCHED_IDLE policy (chrt --idle): they take only CPU time no node wants, so
-# they fill the core a single rostest leaves idle. (Beside the two-at-a-time rostests they made
-# the 1 kHz TriFinger simulations fall behind real time.) The pytest files with a 1 kHz stand-in
-# (SERIAL_PYTEST) run last, alone. PYTEST_BESIDE=0 runs the pytest lane first, on its own.
+# On 2 cores the work is split in lanes: the library tests on two pytest workers (one file per
+# worker, the longest file first), the rostests that need no 1 kHz robot two at a time; what runs
+# a 1 kHz robot or measures a rate runs alone (SERIAL_*), so the machine's load cannot fail it.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/build/test-results"
@@ -28,20 +24,12 @@ for pkg in sim2real_checks sim2real_gazebo panda_gazebo panda_sim2real panda_fci
 done
 ignore=()
 for f in "${SERIAL_PYTEST[@]}"; do ignore+=("--ignore=$root/$f"); done
-beside="${PYTEST_BESIDE:-1}"
-pytest_log="$results/logs/pytest.log"
-pytest_lane() {   # the library tests on two workers; beside the rostests on idle CPU only
-  local policy=()
-  if [[ "$beside" == 1 ]]; then
-    if chrt --idle 0 true 2> /dev/null; then policy=(chrt --idle 0); else policy=(nice -n 19); fi
-  fi
-  "${policy[@]}" python -m pytest -q -p no:cacheprovider -n "$lanes" --dist loadfile \
-    --ignore-glob="*/test/gazebo/*" "${ignore[@]}" --junitxml="$results/pytest.xml" "${test_dirs[@]}"
-}
-if [[ "$beside" != 1 ]]; then
-  echo "== pytest ($lanes workers): ${test_dirs[*]#$root/}"
-  pytest_lane || status=1
-fi
+echo "== pytest ($lanes workers): ${test_dirs[*]#$root/}"
+python -m pytest -q -p no:cacheprovider -n "$lanes" --dist loadfile --ignore-glob="*/test/gazebo/*" \
+  "${ignore[@]}" --junitxml="$results/pytest.xml" "${test_dirs[@]}" || status=1
+echo "== pytest (alone): ${SERIAL_PYTEST[*]}"
+(cd "$root" && python -m pytest -q -p no:cacheprovider --junitxml="$results/pytest_serial.xml" \
+  "${SERIAL_PYTEST[@]}") || status=1
 
 serial() {   # serial PATH.test: is it in SERIAL_ROSTEST (by package or by file)?
   local rel="${1#$root/}" s
@@ -74,22 +62,8 @@ for launch in "${shared[@]}"; do
   running=$((running + 1))
 done
 while (( running > 0 )); do wait -n || status=1; running=$((running - 1)); done
-if [[ "$beside" == 1 ]]; then
-  echo "== pytest ($lanes workers, on idle CPU beside the rostests that run alone; its output when it ends)"
-  pytest_lane > "$pytest_log" 2>&1 &
-  pytest_pid=$!
-fi
 echo "== rostest, one at a time: ${#alone[@]} tests"
 for launch in "${alone[@]}"; do rostest_one "$launch" || status=1; done
-if [[ "$beside" == 1 ]]; then
-  wait "$pytest_pid"
-  rc=$?
-  echo "== pytest ($lanes workers, exit $rc): ${test_dirs[*]#$root/}" && cat "$pytest_log"
-  (( rc == 0 )) || status=1
-fi
-echo "== pytest (alone): ${SERIAL_PYTEST[*]}"
-(cd "$root" && python -m pytest -q -p no:cacheprovider --junitxml="$results/pytest_serial.xml" \
-  "${SERIAL_PYTEST[@]}") || status=1
 
 python "$root/tools/test_summary.py" "$results" || status=1
 exit $status

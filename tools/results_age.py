@@ -7,7 +7,9 @@ commit that added the file when that descends from X: the changes were committed
 for a file without one, at the last commit that changed the file. The committed version is read
 (HEAD), not the working tree. It depends on the code of its package (``PKG/`` for ``PKG/results/``) and on what
 ``tools/results_inputs.yaml`` adds; tests, documentation and results are not code. A result is
-stale when a commit after its own changed that code.
+stale when a commit after its own changed that code, except a commit that also commits the result
+(it brings what the run wrote beside it, e.g. an identified URDF in ``results/``: commit a rerun
+apart from code changes).
 
 ``tools/results_inputs.yaml`` also lists the results known to be stale, each with the reason it
 was not rerun; ``--check`` fails on a stale result that is not listed and on a listed one that
@@ -124,8 +126,11 @@ def result_age(root: Path, result: str, extra: Dict[str, list], known: Dict[str,
     commit = measured_at(root, result)
     inputs = inputs_of(result, extra)
     newer = git(root, "log", "--format=%h %s", f"{commit}..HEAD", "--", *inputs, *NOT_CODE)
-    return ResultAge(result, commit, inputs, [line[:100] for line in newer.splitlines()],
-                     known.get(result))
+    # the commits that commit the result itself bring what its run wrote beside it (an identified
+    # URDF, kernels, a policy in results/): they are the run's, not newer code
+    own = set(git(root, "log", "--format=%h", f"{commit}..HEAD", "--", result).split())
+    newer_code = [line[:100] for line in newer.splitlines() if line.split(" ", 1)[0] not in own]
+    return ResultAge(result, commit, inputs, newer_code, known.get(result))
 
 
 def ages(root: Path = ROOT, inputs_file: Path = INPUTS_FILE) -> List[ResultAge]:

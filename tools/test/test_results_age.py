@@ -71,6 +71,16 @@ def test_a_result_measured_with_changes_counts_from_the_commit_that_added_it(rep
     assert _age(repo, "pkg/results/r.json").commit == _git(repo, "rev-parse", "--short", "HEAD")
 
 
+def test_what_a_run_wrote_beside_its_result_is_committed_with_it_without_making_it_stale(repo: Path) -> None:
+    measured = _git(repo, "rev-parse", "--short", "HEAD")
+    # the run wrote an identified URDF into results/ (code for later results) beside its JSON
+    _commit(repo, {"pkg/results/r.json": json.dumps({"commit": measured}),
+                   "pkg/results/identified.urdf": "<robot/>\n"}, "rerun with its URDF")
+    assert not _age(repo, "pkg/results/r.json").stale
+    _commit(repo, {"pkg/results/identified.urdf": "<robot name='x'/>\n"}, "URDF edited")
+    assert _age(repo, "pkg/results/r.json").stale
+
+
 def test_the_committed_result_counts_not_the_working_tree(repo: Path) -> None:
     _commit(repo, {"pkg/results/r.json": "{}"}, "result")
     _commit(repo, {"pkg/src/model.py": "a = 4\n"}, "model changed")

@@ -121,6 +121,8 @@ compliant-results: setup gazebo
 kernel-results: setup
 	$(RUN) rosrun kernel_manager_ros vehicle-experiment --missions 100 --seed 0 --work-dir $(ROOT)/build/vehicle_experiment \
 	  --json $(ROOT)/kernel_manager_ros/results/vehicle_experiment.json --plots $(ROOT)/kernel_manager_ros/results/plots
+	cp $(ROOT)/build/vehicle_experiment/kernels_ramp.yaml $(ROOT)/build/vehicle_experiment/kernels_slow_gps.yaml \
+	  $(ROOT)/kernel_manager_ros/results/kernels/
 	$(RUN) rosrun kernel_manager_ros panda-kernels --trajectories 40 --seed 0 --out-dir $(ROOT)/build/panda_kernels \
 	  --json $(ROOT)/kernel_manager_ros/results/panda_kernels.json --plots $(ROOT)/kernel_manager_ros/results/plots
 

@@ -84,5 +84,5 @@ python "$root/tools/robot_pc_smoke.py" --seconds "$seconds" --model "$work/model
   --where host --json "$work/out/host.json" > "$work/host_smoke.log"
 echo
 python "$root/tools/robot_pc_smoke.py" --table "$work/out/container.json" "$work/out/host.json" \
-  | tee "$work/out/table.txt"
-echo "docker-test: passed (figures: build/docker/out/*.json)"
+  --seconds "$seconds" --results "$work/out/robot_pc.json" | tee "$work/out/table.txt"
+echo "docker-test: passed (figures: build/docker/out/robot_pc.json; docker/results/robot_pc.json is a committed copy)"

@@ -9,6 +9,10 @@ only when a stream did not come out; the figures are reported against their targ
 asserted (a shared non-RT VM misses them now and then). Reality stand-in, never a real robot.
 
   python tools/robot_pc_smoke.py --seconds 30 --json OUT.json [--model FILE.pt] [--where LABEL]
+  python tools/robot_pc_smoke.py --table RUN.json... [--results OUT.json]
+
+--results writes the runs side by side with their targets, the commit and the command: the
+file behind docker/RESULTS.md (docker/results/robot_pc.json, copied from build/docker/out/).
 """
 from __future__ import annotations
 
@@ -123,6 +127,16 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def results(runs: list[dict], seconds: float) -> dict:
+    """The runs of one ``make docker-test`` side by side (``where`` -> figures), with the targets
+    and the provenance (docker/RESULTS.md)."""
+    from sim2real_checks import provenance
+    return {"label": "reality stand-in (fci_standin over FCI), not a real robot",
+            "seconds": seconds, "runs": {r["where"]: r for r in runs},
+            "targets": {key: target for key, _, target in TARGETS},
+            **provenance("make docker-test", [])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=30.0)
@@ -130,14 +144,22 @@ def main() -> None:
     parser.add_argument("--where", default="host", help="label of this run in the table")
     parser.add_argument("--json", help="write the figures")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the table of these runs")
+    parser.add_argument("--results", metavar="JSON", help="with --table: write the runs side by side")
     parser.add_argument("--listen", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.listen:
         print(json.dumps(listen(args.seconds)))
         return
     if args.table:
-        runs = [json.load(open(p)) for p in args.table]
+        runs = []
+        for path in args.table:
+            with open(path, encoding="utf-8") as f:
+                runs.append(json.load(f))
         print(table(runs))
+        if args.results:
+            with open(args.results, "w", encoding="utf-8") as f:
+                json.dump(results(runs, args.seconds), f, indent=2, sort_keys=True)
+                f.write("\n")
         return
     model = args.model or untrained_model(
         os.path.join(tempfile.mkdtemp(prefix="robot_pc_model_"), "untrained.pt"),

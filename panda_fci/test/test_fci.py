@@ -245,5 +245,8 @@ def test_a_lost_connection_is_reported_and_recover_resumes():
         assert bridge.error is None
         drain(bridge)
         samples = wait_robot_time(bridge, bridge._robot_time + 0.3)
-        assert len(samples) > 200 and all(s.is_finite() for s in samples)
+        # states flow again, all finite; how many of the 300 ticks arrive is a rate, measured by
+        # make bench (fci_bridge.json), not here: the Python stand-in ticks 450-1000 Hz on this
+        # VM (issue 39), and CI got 179 of 300
+        assert len(samples) > 30 and all(s.is_finite() for s in samples)
         assert bridge.recover().startswith("nothing to recover")

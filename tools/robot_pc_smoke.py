@@ -157,9 +157,8 @@ def main() -> None:
                 runs.append(json.load(f))
         print(table(runs))
         if args.results:
-            with open(args.results, "w", encoding="utf-8") as f:
-                json.dump(results(runs, args.seconds), f, indent=2, sort_keys=True)
-                f.write("\n")
+            from sim2real_checks import write_json
+            write_json(args.results, results(runs, args.seconds))
         return
     model = args.model or untrained_model(
         os.path.join(tempfile.mkdtemp(prefix="robot_pc_model_"), "untrained.pt"),

@@ -137,7 +137,10 @@ def provenance(prog: str, argv: Optional[list] = None) -> dict:
     return {"commit": source_commit(), "command": " ".join([prog, *map(_from_checkout, map(str, args))])}
 
 
+#: The checkout holding this package (through catkin's links to the source).
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))))
+
+
 def _from_checkout(arg: str) -> str:
-    """``arg`` with the checkout's root (the folder holding this package) cut from its paths."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))))
-    return arg.replace(root + os.sep, "") if root != os.sep else arg
+    """``arg`` with the checkout's root cut from its paths."""
+    return arg.replace(_CHECKOUT + os.sep, "") if _CHECKOUT != os.sep else arg

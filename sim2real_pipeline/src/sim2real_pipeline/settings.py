@@ -5,7 +5,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import yaml
 
@@ -20,17 +20,15 @@ def default_reality_config() -> str:
     return REALITY_CONFIG_FILE
 
 
-def recording_files(path: str, what: str = "recording",
-                    bad: Optional[Callable[[str], Exception]] = None) -> list[str]:
+def recording_files(path: str, what: str = "recording") -> list[str]:
     """The bag files of the recording ``path``: a bag, or the name ``rosbag record --split`` was
-    given (``pairs.bag`` for pairs_0.bag, pairs_1.bag, ...), as panda_pairs reads it. None:
-    ``bad(why)`` is raised (default: PipelineError of the stage "settings")."""
+    given (``pairs.bag`` for pairs_0.bag, pairs_1.bag, ...), as panda_pairs reads it.
+    PipelineError of the stage "settings" when there is none."""
     from panda_pairs import BagError, resolve_bags
     try:
         return list(resolve_bags(path).all_files)
     except BagError as exc:
-        why = f"{what} not found: {path} ({exc})"
-        raise (bad(why) if bad else PipelineError("settings", why)) from None
+        raise PipelineError("settings", f"{what} not found: {path} ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ class PipelineSettings:
             raise bad(f"reality config not found: {self.reality_config}")
         for name in ("pairs_bag", "tasks_bag"):
             if getattr(self, name) is not None:
-                recording_files(getattr(self, name), name.replace("_", " "), bad)
+                recording_files(getattr(self, name), name.replace("_", " "))
 
     @property
     def recorded(self) -> bool:

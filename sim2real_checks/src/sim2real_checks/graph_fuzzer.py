@@ -29,8 +29,10 @@ GUARD_LINE = re.compile(r"^\S+: (\S+): [a-z ]+ \[([A-Za-z0-9_-]+)\]")
 """A Guard's line, ``<node>: <topic>: rejected [<reason>]: ...``: throttled per topic and reason."""
 NUMBERS = re.compile(r"[-+]?\d[\d.e+-]*")
 JITTER = 0.05
-"""Two lines of one reason count as one second apart when at least 1 - JITTER s apart (they
-are timed on arrival)."""
+"""Two lines of one reason count as one second apart when at least 1 - JITTER s apart. They are
+timed by their stamp (when the node logged them) on wall-clock graphs, on arrival under
+/use_sim_time (a simulated stamp is not the clock the nodes' throttle runs on): arrival times
+carry the /rosout delivery's delays, which a loaded machine stretches past JITTER."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class Report:
 
 class GraphFuzzer:
     def __init__(self, nodes: list[str], exclude: list[str], rate: float, repeats: int,
-                 burst: int) -> None:
+                 burst: int, sim_time: bool = False) -> None:
         self.nodes = [rosgraph.names.script_resolve_name("/", n) for n in nodes]
         self.exclude = set(exclude)
         self.rate, self.repeats, self.burst = rate, repeats, burst
@@ -74,6 +76,7 @@ class GraphFuzzer:
         self._subscribers: list[rospy.Subscriber] = []
         self._capture: Optional[list[tuple[str, Any]]] = None
         self._pids: dict[str, Optional[int]] = {}
+        self._stamped_lines = not sim_time        # see JITTER
 
     # --- the graph -------------------------------------------------------------------------
     def wait_for_nodes(self, timeout: float) -> None:
@@ -139,7 +142,10 @@ class GraphFuzzer:
         else:
             reason = tag.group(1) if tag else NUMBERS.sub("#", msg.msg)[:120]
         with self._lock:
-            self._lines[(node, reason)].append(time.monotonic())
+            if not self._stamped_lines:
+                self._lines[(node, reason)].append(time.monotonic())
+            elif not msg.header.stamp.is_zero():    # an unstamped line is counted, not timed
+                self._lines[(node, reason)].append(msg.header.stamp.to_sec())
             self.report.error_lines[node] = self.report.error_lines.get(node, 0) + 1
 
     # --- the fuzzing -----------------------------------------------------------------------

@@ -11,6 +11,11 @@ results="$root/build/test-results"
 rm -rf "$results" && mkdir -p "$results/rostest" "$results/logs"
 status=0
 lanes="${TEST_LANES:-2}"
+phase_start=$SECONDS
+took() {   # took NAME: one line with the seconds since the last phase ended
+  echo "== $1 took $((SECONDS - phase_start)) s"
+  phase_start=$SECONDS
+}
 
 # pytest files with a libfranka-protocol stand-in at 1 kHz in a subprocess
 SERIAL_PYTEST=(panda_fci/test/test_fci.py panda_fci/test/test_preflight.py)
@@ -27,9 +32,11 @@ for f in "${SERIAL_PYTEST[@]}"; do ignore+=("--ignore=$root/$f"); done
 echo "== pytest ($lanes workers): ${test_dirs[*]#$root/}"
 python -m pytest -q -p no:cacheprovider -n "$lanes" --dist loadfile --ignore-glob="*/test/gazebo/*" \
   "${ignore[@]}" --junitxml="$results/pytest.xml" "${test_dirs[@]}" || status=1
+took "pytest ($lanes workers)"
 echo "== pytest (alone): ${SERIAL_PYTEST[*]}"
 (cd "$root" && python -m pytest -q -p no:cacheprovider --junitxml="$results/pytest_serial.xml" \
   "${SERIAL_PYTEST[@]}") || status=1
+took "pytest (alone)"
 
 serial() {   # serial PATH.test: is it in SERIAL_ROSTEST (by package or by file)?
   local rel="${1#$root/}" s
@@ -62,8 +69,11 @@ for launch in "${shared[@]}"; do
   running=$((running + 1))
 done
 while (( running > 0 )); do wait -n || status=1; running=$((running - 1)); done
+took "rostest, $lanes at a time"
 echo "== rostest, one at a time: ${#alone[@]} tests"
 for launch in "${alone[@]}"; do rostest_one "$launch" || status=1; done
+took "rostest, one at a time"
+echo "== make test's tests took $SECONDS s"
 
 python "$root/tools/test_summary.py" "$results" || status=1
 exit $status

@@ -33,6 +33,8 @@ def main(folder: str) -> int:
                 bad = case.find("error")
             if bad is not None:
                 name = f"{case.get('classname', '?')}::{case.get('name', '?')}"
+                if name.startswith("__main__."):        # a rostest's: its file names it
+                    name = f"{os.path.relpath(path, folder)}: {name[len('__main__.'):]}"
                 why = _first_line(bad.get("message")) or _first_line(bad.text)
                 failures.append(f"{name}: {why}" if why else name)
             elif case.find("skipped") is not None:

@@ -13,7 +13,7 @@ JUNIT = """<?xml version="1.0"?>
 <testcase classname="pkg.test.test_a" name="test_skip"><skipped/></testcase>
 <testcase classname="pkg.test.test_a" name="test_bad"><failure message="assert 179 &gt; 200">long
 trace</failure></testcase>
-<testcase classname="pkg.rosunit-x" name="test_err"><error>
+<testcase classname="__main__.Fuzz" name="test_err"><error>
 
 Traceback: boom</error></testcase>
 </testsuite></testsuites>"""
@@ -26,7 +26,7 @@ def test_failures_are_named_above_the_closing_line(tmp_path: Path, capsys: pytes
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "FAILED pkg.test.test_a::test_bad: assert 179 > 200",
-        "FAILED pkg.rosunit-x::test_err: Traceback: boom",
+        "FAILED rostest/r.xml: Fuzz::test_err: Traceback: boom",
         "tests: 1 passed, 2 failed, 1 skipped",
     ]
 

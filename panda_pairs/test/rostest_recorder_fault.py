@@ -5,11 +5,12 @@ runner and `rosbag record --split`) runs under its own roslaunch against the tes
 1. a normal end: stamps on /real/joint_states that jump ahead (+1000 s) and backwards during
    the first pair neither end it early nor move the next start, are counted on /diagnostics,
    and the launch ends with exit code 0 and no "REQUIRED process has died";
-2. about 60 s of fast moves with the recorder killed (SIGKILL) 40 s after the first pair
+2. about 30 s of fast moves with the recorder killed (SIGKILL) 15 s after the first pair
    started: the runner stops with an ERROR line and exit code 1 (not "pairs done"), the split
    files (and no file of an earlier recording under the same name) read back as one
-   recording, the `dataset` tool warns about the unclosed file, and the complete pairs cover
-   at least 35 s of the 40 (first start to the end of the last complete pair)."""
+   recording, the `dataset` tool warns about the unclosed file, and every pair that ended
+   more than LOSS_WINDOW before the kill is in the recording with its START and END (what a
+   SIGKILL may cost is the open split file and rosbag's write buffer, not earlier pairs)."""
 import glob
 import json
 import os
@@ -40,7 +41,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(os.path.dirname(HERE), "scripts")
 FAST_MOVES = FAST_MOVES_FILE
 RECORDER = "/record_pairs"
-KILL_AFTER, KEEP = 15.0, 12.0          # s after the first pair's start; s of complete pairs
+KILL_AFTER = 15.0                      # s after the first pair's start
+LOSS_WINDOW = 2.0                      # s: the open 1 s split file and rosbag's write buffer
 LONG_RUN = 10                          # fast moves: about 30 s planned
 
 
@@ -196,13 +198,16 @@ class RecorderFault(unittest.TestCase):
         self.assertEqual(ids, list(range(len(ids))), recording.warnings())
         self.assertEqual(recording.pairs[0].trajectory_id, 0, recording.warnings())
         kept = recording.pairs[-1].end - first[2]            # recording time in complete pairs
+        ended = [e[0] for e in self.listener.of(PairEvent.END) if e[3] < killed_at - LOSS_WINDOW]
         print(f"recorder killed {killed_at - first[2]:.2f} s after the first start, the runner "
               f"reported it {stamp - killed_at:.2f} s later: "
               f"{len(ids)} complete pairs cover {kept:.2f} s (their planned durations "
-              f"{recording.seconds:.2f} s); {len(recording.incomplete)} incomplete; "
+              f"{recording.seconds:.2f} s); {len(recording.incomplete)} incomplete; pairs "
+              f"{ended} ended more than {LOSS_WINDOW} s before the kill; "
               f"{len(glob.glob(os.path.join(self.folder, 'killed_*.bag')))} closed files",
               *recording.warnings(), sep="\n", flush=True)
-        self.assertGreaterEqual(kept, KEEP)
+        self.assertTrue(ended, "no pair ended before the kill: the test moves are too long")
+        self.assertEqual(ids[:len(ended)], ended, "a pair that ended before the kill was lost")
 
         done = subprocess.run([sys.executable, os.path.join(SCRIPTS, "dataset"), "--bag", bag,
                                "--out", os.path.join(self.folder, "ds.npz"),

@@ -124,3 +124,24 @@ def test_a_command_names_paths_in_the_checkout_from_its_root():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     command = provenance("tool", [os.path.join(root, "results", "a.json"), "/elsewhere/b.json"])["command"]
     assert command == "tool results/a.json /elsewhere/b.json"
+
+
+def test_a_committed_result_names_paths_in_the_checkout_from_its_root(tmp_path):
+    from sim2real_checks.outputs import is_committed_result
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    result = os.path.join(root, "build", "results", f"test_portable_{os.getpid()}.json")
+    work = tmp_path / "results" / "work.json"          # outside the checkout: a working file
+    figures = {"out": os.path.join(root, "build", "x.urdf"), "plots": [os.path.join(root, "a.png")],
+               "n": 3, "elsewhere": "/elsewhere/b.json"}
+    try:
+        write_json(result, figures)
+        assert json.loads(open(result).read()) == {"out": "build/x.urdf", "plots": ["a.png"], "n": 3,
+                                                  "elsewhere": "/elsewhere/b.json"}
+    finally:
+        if os.path.exists(result):
+            os.remove(result)
+    write_json(str(work), figures)
+    assert json.loads(work.read_text()) == figures
+    assert is_committed_result(os.path.join(root, "bench", "results", "a.json"))
+    assert not is_committed_result(os.path.join(root, "build", "a.json"))
+    assert not is_committed_result(str(work))

@@ -97,11 +97,16 @@ def write_json(path: Optional[str], figures: Any, sort_keys: bool = True, allow_
     """Write ``figures`` (made :func:`plain`) to ``path`` if given, creating its folder; the file
     is replaced atomically. ``allow_nan=False``: strict JSON, NaN and infinities written as null
     (a long run's figures are never lost to one non-finite value). Inside a tool run
-    (:func:`tool_run`) a mapping without ``commit`` gets the tool's commit and command."""
+    (:func:`tool_run`) a mapping without ``commit`` gets the tool's commit and command. In a
+    committed result (:func:`is_committed_result`) paths inside the checkout are written from its
+    root, so the file reads the same on every machine (working files keep absolute paths: the
+    pipeline reopens them)."""
     if not path:
         return
     if _TOOL_RUN is not None and isinstance(figures, Mapping) and "commit" not in figures:
         figures = {**figures, **_TOOL_RUN}
+    if is_committed_result(path):
+        figures = _portable(plain(figures))
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         json.dump(plain(figures, finite=not allow_nan), f, indent=2, sort_keys=sort_keys, allow_nan=allow_nan)
         f.write("\n")
@@ -144,3 +149,18 @@ _CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.p
 def _from_checkout(arg: str) -> str:
     """``arg`` with the checkout's root cut from its paths."""
     return arg.replace(_CHECKOUT + os.sep, "") if _CHECKOUT != os.sep else arg
+
+
+def is_committed_result(path: str) -> bool:
+    """Whether ``path`` is a committed result: a file under a ``results`` folder of the checkout."""
+    inside = os.path.relpath(os.path.realpath(path), _CHECKOUT)
+    return not inside.startswith(os.pardir) and "results" in inside.split(os.sep)[:-1]
+
+
+def _portable(value: Any) -> Any:
+    """Plain data ``value`` with the checkout's root cut from the paths in its strings."""
+    if isinstance(value, dict):
+        return {k: _portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    return _from_checkout(value) if isinstance(value, str) else value

@@ -10,9 +10,10 @@ from scipy import signal
 from sim2real_checks import check_argument_error, check_help
 
 import compliant_actuator_gazebo as cag
-from compliant_actuator_gazebo.frequency_response import (LinearPlant, empirical_transfer_function, log_chirp,
-                                                          phase_crossing, run_chirp, spring_stiffness)
-from compliant_actuator_gazebo.step_response import FIG8_PRESETS
+from compliant_actuator_gazebo.experiments.frequency_response import (LinearPlant, empirical_transfer_function,
+                                                                      log_chirp, phase_crossing, run_chirp,
+                                                                      spring_stiffness)
+from compliant_actuator_gazebo.experiments.step_response import FIG8_PRESETS
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "reproduce_chirp")
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from compliant_actuator_gazebo.ilc import IlcConfig, minimum_jerk, run_ilc
+from compliant_actuator_gazebo.experiments.ilc import IlcConfig, minimum_jerk, run_ilc
 
 
 def lagging_plant(sag: float, tau: float, dt: float):

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from compliant_actuator_gazebo.arm_trial import EmbeddedTrial
+from compliant_actuator_gazebo.experiments.arm_trial import EmbeddedTrial
 from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.ilc import IlcConfig, minimum_jerk, run_ilc
+from compliant_actuator_gazebo.experiments.ilc import IlcConfig, minimum_jerk, run_ilc
 from compliant_actuator_gazebo.resources import package_file
-from compliant_actuator_gazebo.step_response import FIG8_PRESETS, run_step_response
+from compliant_actuator_gazebo.experiments.step_response import FIG8_PRESETS, run_step_response
 
 LINK_INERTIA = 0.2 * 0.04 ** 2 + 1.2e-5      # urdf/one_dof.urdf.xacro: point mass + its cylinder
 DAMPING = 0.065                              # the xacro's default joint damping

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from compliant_actuator_gazebo.step_metrics import step_metrics
+from compliant_actuator_gazebo.experiments.step_metrics import step_metrics
 
 
 def second_order(t, zeta, wn, final):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from sim2real_checks import check_conventions
 
-from compliant_actuator_gazebo.arm_trial import EmbeddedTrial
-from compliant_actuator_gazebo.clik import PushConfig, push_metrics, run_push
+from compliant_actuator_gazebo.experiments.arm_trial import EmbeddedTrial
+from compliant_actuator_gazebo.experiments.clik import PushConfig, push_metrics, run_push
 from compliant_actuator_gazebo.description import load_description
-from compliant_actuator_gazebo.ilc import IlcConfig, minimum_jerk, run_ilc
+from compliant_actuator_gazebo.experiments.ilc import IlcConfig, minimum_jerk, run_ilc
 from compliant_actuator_gazebo.resources import package_file
-from compliant_actuator_gazebo.two_dof import rest_offset, run_two_dof, sinusoid_figures, step_figures
+from compliant_actuator_gazebo.experiments.two_dof import rest_offset, run_two_dof, sinusoid_figures, step_figures
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts")
 

@@ -5,16 +5,16 @@ import pytest
 import torch
 
 from diffnea_ros.algorithms import rnea
-from diffnea_ros.baselines import HIDDEN, DeLaN, MLPInverseDynamics, make_baseline
+from diffnea_ros.experiments.baselines import HIDDEN, DeLaN, MLPInverseDynamics, make_baseline
 from diffnea_ros.identification import (FitConfig, diffnea_predictor, fit, module_predictor,
-                                 predictor_nmse)
+                                        predictor_nmse)
 from diffnea_ros.errors import DiffneaError
 from diffnea_ros.identification import Samples, consistency_of
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.parametrisation import PARAMETRISATIONS
-from diffnea_ros.random_init import randomise_dynamics, randomise_parametrisation
-from diffnea_ros.sine_tracking import kuka_urdf_path
+from diffnea_ros.experiments.random_init import randomise_dynamics, randomise_parametrisation
+from diffnea_ros.experiments.sine_tracking import kuka_urdf_path
 
 TWO_LINK = """<robot name="two_link">
   <link name="base"/>

@@ -12,9 +12,9 @@ from diffnea_ros.consistency import check_consistency
 from diffnea_ros.errors import DataError, DiffneaError
 from diffnea_ros.identification import IdentificationConfig, evaluate_nmse, identify
 from diffnea_ros.model import GRAVITY, RigidBodyModel
-from diffnea_ros.sine_tracking import (AMPLITUDES, PERIODS, SineTrajectory, TrackingConfig,
-                                       joint_limits, kuka_urdf_path, load_pybullet_robot,
-                                       perturb_inertials, simulate_sine_tracking)
+from diffnea_ros.experiments.sine_tracking import (AMPLITUDES, PERIODS, SineTrajectory, TrackingConfig,
+                                                   joint_limits, kuka_urdf_path, load_pybullet_robot,
+                                                   perturb_inertials, simulate_sine_tracking)
 from diffnea_ros.urdf import load_robot
 
 p = pytest.importorskip("pybullet")

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from diffnea_ros.model import RigidBodyModel
-from diffnea_ros.sine_tracking import (TrackingConfig, kuka_urdf_path, load_pybullet_robot,
-                                       perturb_inertials)
-from diffnea_ros.tracking import (HOME, OperationalSpaceConfig, end_effector_offset,
-                                  end_effector_position, ground_truth, minimum_jerk,
-                                  reaching_goals, track_operational_space, track_sine)
+from diffnea_ros.experiments.sine_tracking import (TrackingConfig, kuka_urdf_path, load_pybullet_robot,
+                                                   perturb_inertials)
+from diffnea_ros.experiments.tracking import (HOME, OperationalSpaceConfig, end_effector_offset,
+                                              end_effector_position, ground_truth, minimum_jerk,
+                                              reaching_goals, track_operational_space, track_sine)
 from diffnea_ros.urdf import load_robot
 
 p = pytest.importorskip("pybullet")

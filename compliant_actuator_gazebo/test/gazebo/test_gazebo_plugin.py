@@ -14,7 +14,7 @@ import pytest
 
 from compliant_actuator_gazebo.description import expand_xacro, load_description, parse_description
 from compliant_actuator_gazebo.gazebo_engine import GazeboSimulation
-from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, run_step_response
+from compliant_actuator_gazebo.experiments.step_response import ACTUATORS, BEHAVIOURS, run_step_response
 from sim2real_gazebo import log_path
 
 PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -275,7 +275,7 @@ def test_a_lock_stepped_run_is_the_same_twice():
     """A short chirp of the soft SEA in Gazebo (some 2000 inputs, each published just before its
     lock-step): two runs give the same link trajectory to the bit, so no input arrived late
     (step_world waits for roscpp's poll round)."""
-    from compliant_actuator_gazebo.frequency_response import run_chirp
+    from compliant_actuator_gazebo.experiments.frequency_response import run_chirp
     first, second = (run_chirp("sea", "soft", cycles=2.0, engine="gazebo") for _ in range(2))
     assert len(first.simulated) > 10
     assert np.array_equal(first.simulated, second.simulated)

@@ -16,7 +16,7 @@ import numpy as np
 from compliant_actuator_gazebo.description import load_description
 from compliant_actuator_gazebo.engines import make_simulation
 from compliant_actuator_gazebo.resources import package_file
-from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
+from compliant_actuator_gazebo.experiments.step_metrics import StepMetrics, step_metrics
 from compliant_actuator_gazebo.errors import CompliantError
 
 ACTUATORS = ("sea", "awas", "bavs", "qbmove")      # Fig. 8 panels (i)-(iv)

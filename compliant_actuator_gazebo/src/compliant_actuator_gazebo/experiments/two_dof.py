@@ -27,7 +27,7 @@ import numpy as np
 from compliant_actuator_gazebo.description import load_description
 from compliant_actuator_gazebo.engines import Simulation, make_simulation
 from compliant_actuator_gazebo.resources import package_file
-from compliant_actuator_gazebo.step_metrics import StepMetrics, step_metrics
+from compliant_actuator_gazebo.experiments.step_metrics import StepMetrics, step_metrics
 from compliant_actuator_gazebo.errors import CompliantError
 
 JOINTS = ("joint_1", "joint_2")

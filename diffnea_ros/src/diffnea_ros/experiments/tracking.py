@@ -5,10 +5,10 @@ parameters were fitted for), and b) on a series of 5 operational space control t
 velocity-based operational space controller as described in (Nakanishi et al., 2008)" that
 uses the learnt model, and measures "the tracking performance through NMSE, which is the mean
 squared tracking error normalized by the variance of the target trajectory". Every model runs
-in the same simulator (the true iiwa, as in :mod:`diffnea_ros.sine_tracking`); only the
+in the same simulator (the true iiwa, as in :mod:`diffnea_ros.experiments.sine_tracking`); only the
 controller's inverse dynamics ``model(q, qd, qdd) -> tau`` changes.
 
-(a) :func:`track_sine`: the data-collection controller of :mod:`diffnea_ros.sine_tracking`
+(a) :func:`track_sine`: the data-collection controller of :mod:`diffnea_ros.experiments.sine_tracking`
     with the learnt model as feed-forward, tau = f(q_des, qd_des, qdd_des) + Kp e + Kd ė, the
     same gains for every model (from the URDF's H at the centre configuration). Scores: NMSE per
     joint of q and qd against the desired waves, and their RMS errors (rad, rad/s).
@@ -38,8 +38,8 @@ from diffnea_ros.crba import mass_matrix
 from diffnea_ros.identification import nmse
 from diffnea_ros.inverse_dynamics import rnea
 from diffnea_ros.model import GRAVITY, RigidBodyModel
-from diffnea_ros.sine_tracking import (SineTrajectory, TrackingConfig, joint_limits,
-                                       kuka_urdf_path, load_pybullet_robot, pd_gains)
+from diffnea_ros.experiments.sine_tracking import (SineTrajectory, TrackingConfig, joint_limits,
+                                                   kuka_urdf_path, load_pybullet_robot, pd_gains)
 from diffnea_ros.urdf import load_robot
 
 InverseDynamics = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]

@@ -31,7 +31,7 @@ import numpy as np
 from compliant_actuator_gazebo.description import RobotDescription, load_description
 from compliant_actuator_gazebo.engines import make_simulation
 from compliant_actuator_gazebo.resources import package_file
-from compliant_actuator_gazebo.step_response import ACTUATORS, BEHAVIOURS, FIG8_PRESETS, Preset
+from compliant_actuator_gazebo.experiments.step_response import ACTUATORS, BEHAVIOURS, FIG8_PRESETS, Preset
 from compliant_actuator_gazebo.errors import CompliantError
 
 __all__ = ["ACTUATORS", "BEHAVIOURS", "LinearPlant", "ChirpResult", "spring_stiffness", "link_plant",

@@ -23,7 +23,7 @@ import numpy as np
 
 from compliant_actuator_gazebo.description import RobotDescription, load_description
 from compliant_actuator_gazebo.embedded import EmbeddedSimulation, physics_urdf
-from compliant_actuator_gazebo.ilc import minimum_jerk
+from compliant_actuator_gazebo.experiments.ilc import minimum_jerk
 from compliant_actuator_gazebo.resources import package_file
 from compliant_actuator_gazebo.errors import CompliantError
 

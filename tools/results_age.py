@@ -3,13 +3,15 @@
 A result is a JSON file under a ``results/`` folder (``PKG/results/**`` or ``bench/results/``).
 It was measured at the commit its ``commit`` field names (tools write it through
 ``sim2real_checks.provenance``; ``X+changes``, measured with uncommitted changes, counts from the
-commit that added the file when that descends from X: the changes were committed with it), or,
-for a file without one, at the last commit that changed the file. The committed version is read
-(HEAD), not the working tree. It depends on the code of its package (``PKG/`` for ``PKG/results/``) and on what
+first commit after X that committed the file: the changes were committed with it), or, for a file
+without one, at the last commit that changed the file and no code outside the results folders.
+The committed version is read (HEAD), not the working tree. It depends on the code of its package
+(``PKG/`` for ``PKG/results/``) and on what
 ``tools/results_inputs.yaml`` adds; tests, documentation and results are not code. A result is
 stale when a commit after its own changed that code, except a commit that also commits the result
-(it brings what the run wrote beside it, e.g. an identified URDF in ``results/``: commit a rerun
-apart from code changes).
+and changes nothing outside the results folders (it brings what the run wrote beside it, e.g. an
+identified URDF in ``results/``: commit a rerun apart from code changes; a commit that edits a
+result together with code is no rerun).
 
 ``tools/results_inputs.yaml`` also lists the results known to be stale, each with the reason it
 was not rerun; ``--check`` fails on a stale result that is not listed and on a listed one that
@@ -36,6 +38,8 @@ INPUTS_FILE = ROOT / "tools" / "results_inputs.yaml"
 NOT_CODE = (":(exclude,glob)**/*.md", ":(exclude,glob)**/results/**/*.json",
             ":(exclude,glob)**/results/**/*.txt", ":(exclude,glob)**/results/pages.yaml",
             ":(exclude,glob)**/test/**", ":(exclude,glob)**/*.png", ":(exclude,glob)reports/**")
+#: The code outside the results folders (what a run writes there is its own).
+OUTSIDE_RESULTS = (":(exclude,glob)**/results/**",)
 
 
 class ResultsAgeError(Exception):
@@ -101,35 +105,51 @@ def inputs_of(result: str, extra: Dict[str, list]) -> List[str]:
     return sorted(set(own + added))
 
 
-def measured_at(root: Path, result: str) -> str:
-    """The commit ``result`` was measured at (module docstring)."""
-    last = git(root, "log", "-1", "--format=%h", "--", result).strip()
-    if not last:
+def _code_commits(root: Path, inputs: Sequence[str], since: Optional[str] = None) -> set:
+    """The commits that changed ``inputs``' code outside the results folders (after ``since``)."""
+    span = [f"{since}..HEAD"] if since else []
+    return set(git(root, "log", "--format=%h", *span, "--", *inputs, *NOT_CODE, *OUTSIDE_RESULTS).split())
+
+
+def measured_at(root: Path, result: str, inputs: Sequence[str] = ()) -> str:
+    """The commit ``result`` was measured at (module docstring). Without a ``commit`` field, the
+    last commit that changed the file and no code of ``inputs`` outside the results folders (an
+    edit of the file together with code is no rerun), else the commit that added it; with
+    ``X+changes``, the first commit after X that committed the file."""
+    history = git(root, "log", "--format=%h", "--", result).split()
+    if not history:
         raise ResultsAgeError(f"{result}: not committed")
+    last = history[0]
     try:
         data = json.loads(git(root, "show", f"HEAD:{result}"))
     except ValueError as exc:
         raise ResultsAgeError(f"{result}: not a readable JSON file ({exc})") from exc
     field = data.get("commit") if isinstance(data, dict) else None
     if not isinstance(field, str) or field in ("", "unknown"):
-        return last
+        code = _code_commits(root, inputs) if inputs else set()
+        return next((c for c in history if c not in code), history[-1])
     commit, _, changes = field.partition("+")
     if not _is_ancestor(root, commit, "HEAD"):
         return last                      # e.g. measured on a branch that was rebased
     if changes and _is_ancestor(root, commit, last):
-        return last
+        # the commit that brought the measurement with its changes: the first after X to commit
+        # the file (a later edit of it is no rerun)
+        return next(c for c in reversed(history) if _is_ancestor(root, commit, c))
     return git(root, "rev-parse", "--short", commit).strip()
 
 
 def result_age(root: Path, result: str, extra: Dict[str, list], known: Dict[str, str]) -> ResultAge:
     """``result``'s commit, inputs and the commits of those inputs since."""
-    commit = measured_at(root, result)
     inputs = inputs_of(result, extra)
+    commit = measured_at(root, result, inputs)
     newer = git(root, "log", "--format=%h %s", f"{commit}..HEAD", "--", *inputs, *NOT_CODE)
     # the commits that commit the result itself bring what its run wrote beside it (an identified
-    # URDF, kernels, a policy in results/): they are the run's, not newer code
+    # URDF, kernels, a policy in results/): they are the run's, not newer code, unless they also
+    # change code outside the results folders (an edit of the file is no rerun)
     own = set(git(root, "log", "--format=%h", f"{commit}..HEAD", "--", result).split())
-    newer_code = [line[:100] for line in newer.splitlines() if line.split(" ", 1)[0] not in own]
+    outside = _code_commits(root, inputs, since=commit)
+    newer_code = [line[:100] for line in newer.splitlines()
+                  if line.split(" ", 1)[0] not in own or line.split(" ", 1)[0] in outside]
     return ResultAge(result, commit, inputs, newer_code, known.get(result))
 
 

@@ -81,6 +81,27 @@ def test_what_a_run_wrote_beside_its_result_is_committed_with_it_without_making_
     assert _age(repo, "pkg/results/r.json").stale
 
 
+def test_an_edit_of_a_result_committed_with_code_is_no_rerun(repo: Path) -> None:
+    measured = _git(repo, "rev-parse", "--short", "HEAD")
+    _commit(repo, {"pkg/results/r.json": json.dumps({"commit": measured, "path": "/abs/x"})}, "result")
+    # the file's paths rewritten in the same commit as a code change: still measured before it
+    _commit(repo, {"pkg/results/r.json": json.dumps({"commit": measured, "path": "x"}),
+                   "pkg/src/model.py": "a = 3\n"}, "code and an edited result")
+    age = _age(repo, "pkg/results/r.json")
+    assert age.stale and age.newer_code[0].endswith("code and an edited result")
+    # the same for a file without a commit field and one measured with changes
+    _commit(repo, {"pkg/results/s.json": "{}"}, "legacy result")
+    legacy = _git(repo, "rev-parse", "--short", "HEAD")
+    _commit(repo, {"pkg/results/s.json": '{"path": "x"}', "pkg/src/model.py": "a = 6\n"}, "code, legacy edited")
+    assert _age(repo, "pkg/results/s.json").commit == legacy and _age(repo, "pkg/results/s.json").stale
+    _commit(repo, {"pkg/src/model.py": "a = 7\n",
+                   "pkg/results/t.json": json.dumps({"commit": legacy + "+changes"})}, "measured with changes")
+    brought = _git(repo, "rev-parse", "--short", "HEAD")
+    _commit(repo, {"pkg/results/t.json": json.dumps({"commit": legacy + "+changes", "path": "x"}),
+                   "pkg/src/model.py": "a = 8\n"}, "code, t edited")
+    assert _age(repo, "pkg/results/t.json").commit == brought and _age(repo, "pkg/results/t.json").stale
+
+
 def test_the_committed_result_counts_not_the_working_tree(repo: Path) -> None:
     _commit(repo, {"pkg/results/r.json": "{}"}, "result")
     _commit(repo, {"pkg/src/model.py": "a = 4\n"}, "model changed")

@@ -3,7 +3,7 @@
 A result is a JSON file under a ``results/`` folder (``PKG/results/**`` or ``bench/results/``).
 It was measured at the commit its ``commit`` field names (tools write it through
 ``sim2real_checks.provenance``; ``X+changes``, measured with uncommitted changes, counts from the
-first commit after X that committed the file: the changes were committed with it), or, for a file
+first commit that committed that field: the changes were committed with it), or, for a file
 without one, at the last commit that changed the file and no code outside the results folders.
 The committed version is read (HEAD), not the working tree. It depends on the code of its package
 (``PKG/`` for ``PKG/results/``) and on what
@@ -111,11 +111,25 @@ def _code_commits(root: Path, inputs: Sequence[str], since: Optional[str] = None
     return set(git(root, "log", "--format=%h", *span, "--", *inputs, *NOT_CODE, *OUTSIDE_RESULTS).split())
 
 
+def _first_with_field(root: Path, result: str, history: Sequence[str], field: str) -> str:
+    """The oldest commit of ``history`` (newest first) from which on ``result`` has held ``field``."""
+    brought = history[0]
+    for commit in history:
+        try:
+            data = json.loads(git(root, "show", f"{commit}:{result}"))
+        except (ValueError, ResultsAgeError):
+            break
+        if not isinstance(data, dict) or data.get("commit") != field:
+            break
+        brought = commit
+    return brought
+
+
 def measured_at(root: Path, result: str, inputs: Sequence[str] = ()) -> str:
     """The commit ``result`` was measured at (module docstring). Without a ``commit`` field, the
     last commit that changed the file and no code of ``inputs`` outside the results folders (an
     edit of the file together with code is no rerun), else the commit that added it; with
-    ``X+changes``, the first commit after X that committed the file."""
+    ``X+changes``, the first commit that committed that field."""
     history = git(root, "log", "--format=%h", "--", result).split()
     if not history:
         raise ResultsAgeError(f"{result}: not committed")
@@ -132,9 +146,9 @@ def measured_at(root: Path, result: str, inputs: Sequence[str] = ()) -> str:
     if not _is_ancestor(root, commit, "HEAD"):
         return last                      # e.g. measured on a branch that was rebased
     if changes and _is_ancestor(root, commit, last):
-        # the commit that brought the measurement with its changes: the first after X to commit
-        # the file (a later edit of it is no rerun)
-        return next(c for c in reversed(history) if _is_ancestor(root, commit, c))
+        # the commit that brought the measurement with its changes: the first to commit this
+        # commit field (a later edit of the file is no rerun)
+        return _first_with_field(root, result, history, field)
     return git(root, "rev-parse", "--short", commit).strip()
 
 

@@ -94,6 +94,7 @@ def test_an_edit_of_a_result_committed_with_code_is_no_rerun(repo: Path) -> None
     legacy = _git(repo, "rev-parse", "--short", "HEAD")
     _commit(repo, {"pkg/results/s.json": '{"path": "x"}', "pkg/src/model.py": "a = 6\n"}, "code, legacy edited")
     assert _age(repo, "pkg/results/s.json").commit == legacy and _age(repo, "pkg/results/s.json").stale
+    _commit(repo, {"pkg/results/t.json": json.dumps({"commit": legacy})}, "an older run at the same commit")
     _commit(repo, {"pkg/src/model.py": "a = 7\n",
                    "pkg/results/t.json": json.dumps({"commit": legacy + "+changes"})}, "measured with changes")
     brought = _git(repo, "rev-parse", "--short", "HEAD")

@@ -157,6 +157,7 @@ def run_baseline(dof: int, samples: Samples, kind: str, seed: int,
 
 
 def fit_config(config: Table1Config, seed: int, online: bool = False) -> FitConfig:
+    """The training of one run: until the §4.1.1 threshold, or online (Fig. 1) without one."""
     return FitConfig(epochs=config.online_epochs if online else config.epochs,
                      batch_size=config.batch_size, learning_rate=config.lr,
                      stop_nmse=None if online else STOP_NMSE, online=online,
@@ -169,6 +170,7 @@ def _mean_std(values: list[Any]) -> Optional[tuple[float, float]]:
 
 
 def summarise(runs: list[dict[str, Any]], section: dict[str, Any], kind: str) -> dict[str, Any]:
+    """One row of Table 1: ``kind``'s runs of ``section``, mean ± std over the seeds."""
     mine = [r for r in runs if r["model"] == kind and r["init"] == section["init"]
             and r["scale"] == section["scale"]]
     epochs = [r["epochs_to_threshold"] for r in mine]

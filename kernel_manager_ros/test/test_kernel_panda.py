@@ -28,7 +28,15 @@ from panda_sim2real import (DEFAULT_WORK_CYCLE_FILE, JointLimits, RobotConfig, S
 SPEC = StateSpec.from_yaml(PANDA_TOPICS)
 LIMITS = JointLimits.from_yaml()
 LAYOUT = PandaLayout.from_spec(SPEC, LIMITS.dof)
-SCRIPT = os.path.join(os.path.dirname(PANDA_TOPICS), "..", "scripts", "panda-kernels")
+SCRIPTS = os.path.join(os.path.dirname(PANDA_TOPICS), "..", "scripts")
+
+
+def load_script(name):
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_") + "_script",
+                                                  os.path.join(SCRIPTS, name))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -141,9 +149,7 @@ def test_experiment_json_keys(pair_bag, tmp_path):
 
 
 def test_script_writes_json_and_kernel_file(pair_bag, tmp_path):
-    loader = importlib.machinery.SourceFileLoader("panda_kernels_script", SCRIPT)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(module)
+    module = load_script("panda-kernels")
     out = tmp_path / "out.json"
     assert module.main(["--bag", pair_bag, "--out-dir", str(tmp_path), "--rollouts", "50",
                         "--settle", "0.2", "--held-out", "0.5", "--json", str(out),
@@ -151,6 +157,43 @@ def test_script_writes_json_and_kernel_file(pair_bag, tmp_path):
     figures = json.loads(out.read_text())
     assert figures["label"] == "reality stand-in"
     assert os.path.isfile(tmp_path / "panda_kernels.yaml")
+
+
+def test_pair_kernels_makes_the_kernels_of_the_chosen_trajectories(pair_bag, trajectories,
+                                                                    tmp_path):
+    """pair-kernels (the chain's kernels stage): the kernels of the given ids only, the same as
+    the library's pair_kernels on those pairs, written where the manager reads them."""
+    from kernel_manager_ros.kernel_file import load_kernels
+    from kernel_manager_ros.panda import pair_kernels, select_trajectories
+
+    ids = [int(t.trajectory_id) for t in trajectories[:3]][::-1]
+    out, report = tmp_path / "k.yaml", tmp_path / "k.json"
+    assert load_script("pair-kernels").main(
+        ["--bag", pair_bag, "--trajectories", *map(str, ids), "--rollouts", "100",
+         "--max-rollout-length", "80", "--sigma", "0.01", "--seed", "2", "--label", "mine",
+         "--out", str(out), "--json", str(report), "--quiet"]) == 0
+    figures = json.loads(report.read_text())
+    kernel_set = load_kernels(str(out))
+    assert figures["trajectories"] == ids and kernel_set.metadata["train_trajectories"] == ids
+    assert kernel_set.metadata["label"] == "mine" and figures["kernels"]["total"] == len(kernel_set)
+    chosen = select_trajectories(trajectories, ids, pair_bag)
+    config = GenerationConfig(rollouts=100, max_rollout_length=80, sigma=0.01, epsilon_p=0.2,
+                              fit_length=3, seed=2)
+    made = pair_kernels(chosen, SPEC, LAYOUT, 0.01, config)
+    assert len(made.kernels) == len(kernel_set) > 0
+    assert figures["history"] == {"sim_transitions": made.sim_transitions,
+                                  "phy_transitions": made.phy_transitions}
+    h_sim, _ = histories(chosen, LAYOUT, 0.01)
+    assert made.sim_transitions == len(h_sim) < len(histories(trajectories, LAYOUT, 0.01)[0])
+
+
+def test_a_trajectory_id_the_bag_lacks_is_refused(trajectories):
+    from kernel_manager_ros.panda import select_trajectories
+    with pytest.raises(KernelError, match="trajectory id 99"):
+        select_trajectories(trajectories, [int(trajectories[0].trajectory_id), 99], "b.bag")
+    with pytest.raises(KernelError, match="no trajectory id"):
+        select_trajectories(trajectories, [], "b.bag")
+    assert len(select_trajectories(trajectories, None, "b.bag")) == len(trajectories)
 
 
 def test_a_bag_without_the_stand_in_is_refused(pair_bag, tmp_path):

@@ -11,6 +11,7 @@ BAD_VALUES = {
     "generate": ["--sim-bag", "a.bag", "--real-bag", "b.bag", "--config", "topics.yaml",
                  "--out", "k.yaml", "--rollouts", "0"],
     "panda-kernels": ["--held-out", "1.5"],
+    "pair-kernels": ["--bag", "a.bag", "--out", "k.yaml", "--step", "nan"],
     "vehicle-experiment": ["--missions", "0"],
 }
 

@@ -2,6 +2,7 @@
 the settings, running a tool, the identified simulator's configuration."""
 import os
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from sim2real_pipeline.evaluation import KEYS, normalised_score, ratios
 from sim2real_pipeline.gate import decide_chain
 from sim2real_pipeline.runner import run_pipeline
 from sim2real_pipeline.settings import CONFIG_FILE, load_settings
-from sim2real_pipeline.splits import task_split
+from sim2real_pipeline.splits import task_repeats, task_split
 from sim2real_pipeline.stages import Stage, check_identification
 from sim2real_pipeline.tools import run_tool
 from sim2real_pipeline.workdir import StageRecord, WorkDir, fingerprint
@@ -110,8 +111,15 @@ def test_scores_and_ratios():
 def test_task_repeats_are_split_in_order():
     splits = task_split(range(10), 0.6, 0.2)
     assert [splits[i] for i in range(10)] == ["train"] * 6 + ["validation"] * 2 + ["test"] * 2
-    with pytest.raises(PipelineError, match="cannot be split"):
+    with pytest.raises(PipelineError, match="stage split: .*cannot be split"):
         task_split(range(2), 0.6, 0.2)
+
+
+def test_the_repeats_of_a_split_are_taken_by_id_in_order():
+    repeats = [SimpleNamespace(trajectory_id=i) for i in (4, 2, 3)]
+    assert [r.trajectory_id for r in task_repeats(repeats, [4, 2])] == [2, 4]
+    with pytest.raises(PipelineError, match="lacks the repeats 7"):
+        task_repeats(repeats, [2, 7])
 
 
 # ------------------------------------------------------------------------------ settings

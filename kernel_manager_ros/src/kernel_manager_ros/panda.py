@@ -37,7 +37,9 @@ import numpy as np
 from kernel_manager_ros.config_files import config_path
 from kernel_manager_ros.distance import weighted_l1
 from kernel_manager_ros.errors import KernelError
+from kernel_manager_ros.generation import GenerationConfig, GenerationReport, generate_kernels
 from kernel_manager_ros.history import Episode, History
+from kernel_manager_ros.kernel import KernelSet
 from kernel_manager_ros.manager import KernelManager
 from kernel_manager_ros.state_spec import Channel, FieldPath, StateSpec
 from panda_pairs import TrajectoryPair, read_pairs
@@ -197,6 +199,44 @@ def histories(trajectories: Sequence[TrajectoryPair], layout: PandaLayout, step:
     phy = History.from_episodes([episode(tr, tr.real, layout, step) for tr in trajectories],
                                 "stand-in history")
     return sim, phy
+
+
+@dataclass(frozen=True)
+class PairKernels:
+    """What :func:`pair_kernels` made: the kernels, Algorithm 1's report and the histories'
+    sizes (transitions of H_sim and H_phy)."""
+
+    kernels: KernelSet
+    report: GenerationReport
+    sim_transitions: int
+    phy_transitions: int
+
+
+def select_trajectories(trajectories: Sequence[TrajectoryPair], ids: Optional[Sequence[int]],
+                        bag: str) -> list[TrajectoryPair]:
+    """The pairs with the given trajectory ids, in the order of ``ids`` (all of them when
+    ``ids`` is None); KernelError naming an id the bag does not hold."""
+    if ids is None:
+        return list(trajectories)
+    if not ids:
+        raise KernelError("no trajectory id given to make kernels from")
+    by_id = {int(t.trajectory_id): t for t in trajectories}
+    missing = [int(i) for i in ids if int(i) not in by_id]
+    if missing:
+        raise KernelError(f"bag {bag} holds no complete pair with trajectory id "
+                          f"{', '.join(map(str, missing))} (it holds {min(by_id)}..{max(by_id)})")
+    return [by_id[int(i)] for i in ids]
+
+
+def pair_kernels(trajectories: Sequence[TrajectoryPair], spec: StateSpec, layout: PandaLayout,
+                 step: float, config: GenerationConfig, progress: bool = False) -> PairKernels:
+    """Kernels of pair trajectories: H_sim and H_phy (eq. 4) every ``step`` seconds, then
+    Algorithm 1; the kernel set's metadata records the step and the trajectory ids."""
+    h_sim, h_phy = histories(trajectories, layout, step)
+    kernel_set, report = generate_kernels(h_sim, h_phy, spec, config, progress)
+    kernel_set.metadata.update(step=step,
+                               train_trajectories=[int(t.trajectory_id) for t in trajectories])
+    return PairKernels(kernel_set, report, len(h_sim), len(h_phy))
 
 
 @dataclass

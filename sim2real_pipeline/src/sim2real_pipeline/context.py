@@ -8,7 +8,7 @@ from sim2real_pipeline.settings import PipelineSettings
 from sim2real_pipeline.tools import command_line, run_tool
 from sim2real_pipeline.workdir import StageRecord, WorkDir
 
-QUIET_TOOLS = ("collect", "resimulate", "identify")   # the tools with --quiet (no progress bar)
+QUIET_TOOLS = ("collect", "resimulate", "identify", "pair-kernels")   # the tools with --quiet (no progress bar)
 
 
 @dataclass

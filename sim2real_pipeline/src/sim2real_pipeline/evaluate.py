@@ -69,7 +69,7 @@ def evaluate(ctx: Context) -> StageRecord:
         raise PipelineError("evaluate", exc) from exc
     tasks = {}
     for name in (VALIDATION, TEST):
-        chosen = task_repeats(trajectories, name, s)
+        chosen = task_repeats(trajectories, ctx.figures("split")["task_ids"][name])
         replays = task_replays(chosen, layout, s.kernels.step, s.kernels.settle, SIM_CONFIG_FILE,
                                ctx.output("identify", "sim_config"),
                                correct if with_realeasy else None, kernel_set, chain,

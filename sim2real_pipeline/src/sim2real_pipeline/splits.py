@@ -25,16 +25,18 @@ def task_split(ids: Sequence[int], train: float, validation: float) -> dict[int,
     n_train = max(1, int(round(train * n)))
     n_val = max(1, int(round(validation * n)))
     if n_train + n_val >= n:
-        raise PipelineError("kernels", f"{n} task repeats cannot be split into training "
-                                       f"({n_train}), validation ({n_val}) and test repeats")
+        raise PipelineError("split", f"{n} task repeats cannot be split into training "
+                                     f"({n_train}), validation ({n_val}) and test repeats")
     return {i: TRAIN if k < n_train else VALIDATION if k < n_train + n_val else TEST
             for k, i in enumerate(ids)}
 
 
-def task_repeats(trajectories: Sequence[Any], name: str, settings: Any) -> list[Any]:
-    """The repeats (objects with ``trajectory_id``) of split ``name`` under the settings'
-    task_train / task_validation fractions, in order of execution."""
-    splits = task_split([t.trajectory_id for t in trajectories], settings.task_train,
-                        settings.task_validation)
-    return sorted((t for t in trajectories if splits[t.trajectory_id] == name),
-                  key=lambda t: t.trajectory_id)
+def task_repeats(trajectories: Sequence[Any], ids: Sequence[int]) -> list[Any]:
+    """The repeats (objects with ``trajectory_id``) whose ids the split stage put in one split,
+    in order of execution; PipelineError if the bag lacks one of them."""
+    by_id = {int(t.trajectory_id): t for t in trajectories}
+    missing = sorted(set(int(i) for i in ids) - set(by_id))
+    if missing:
+        raise PipelineError("evaluate", f"the task bag lacks the repeats "
+                                        f"{', '.join(map(str, missing))} of the split")
+    return [by_id[i] for i in sorted(int(i) for i in ids)]

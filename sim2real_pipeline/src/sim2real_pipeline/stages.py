@@ -3,13 +3,17 @@ directory and writes its own files; the packages' tools do the work, as a user r
 
   collect     random pairs and work-cycle repeats, simulator vs robot     panda_pairs collect
   split       the random pairs' data set: alignment and the split         panda_pairs dataset
+              and the task repeats' split, in order of execution
   identify    the robot's inertials and damping from its training stream  diffnea_ros identify
   resimulate  the same commands in the identified simulator               panda_pairs resimulate
   realeasy    the realtime residual network on identified-sim/real pairs  realeasy_ros train
   kernels     state-space kernels from identified-sim vs robot histories  kernel_manager_ros
-              of the training task repeats (paper 001 Algorithm 1)
-  evaluate    every stage on validation (acceptance gate) and test data
-  report      OUT/pipeline.json, OUT/report.md, plots
+              of the training task repeats (paper 001 Algorithm 1)        pair-kernels
+  evaluate    every stage on validation (acceptance gate) and test data   (this package)
+  report      OUT/pipeline.json, OUT/report.md, plots                     (this package)
+
+Every stage that learns or makes an artefact is a tool call; evaluate and report are the
+pipeline's own work and read the artefacts with the packages' public readers.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from sim2real_pipeline.evaluation import task_trajectories
 
 from sim2real_pipeline.files import read_json
 from sim2real_pipeline.settings import PipelineSettings
-from sim2real_pipeline.splits import TRAIN, task_repeats
+from sim2real_pipeline.splits import TEST, TRAIN, VALIDATION, task_split
 from sim2real_pipeline.workdir import StageRecord
 
 # ----------------------------------------------------------------------------------------------
@@ -58,16 +62,29 @@ def collect(ctx: Context) -> StageRecord:
 
 
 def split(ctx: Context) -> StageRecord:
-    """The random pairs' data set (aligned at 100 Hz) and its seeded split by trajectory."""
+    """The random pairs' data set (aligned at 100 Hz) and its seeded split by trajectory; the
+    task repeats' split in order of execution (splits.py)."""
+    from kernel_manager_ros import KernelError
     from panda_pairs import Dataset
+    s = ctx.settings
     out = ctx.work.path("dataset_simulation.npz")
     ctx.tool("split", "panda_pairs", "dataset", "--bag", ctx.output("collect", "pairs"),
-             "--seed", ctx.settings.seed, "--out", out,
+             "--seed", s.seed, "--out", out,
              "--json", ctx.work.path("dataset_simulation.json"))
     data = Dataset.load(out)
-    ids = {split: [int(t) for t, s in zip(data.trajectory_ids, data.split) if s == split]
-           for split in sorted(set(data.split))}
-    return StageRecord("split", "", {"dataset": out}, {"label": data.label, "ids": ids})
+    ids = {name: [int(t) for t, label in zip(data.trajectory_ids, data.split) if label == name]
+           for name in sorted(set(data.split))}
+    try:
+        trajectories, _, task_label = task_trajectories(ctx.output("collect", "tasks"))
+    except KernelError as exc:
+        raise PipelineError("split", exc) from exc
+    by_repeat = task_split([t.trajectory_id for t in trajectories], s.task_train,
+                           s.task_validation)
+    task_ids = {name: [i for i, label in sorted(by_repeat.items()) if label == name]
+                for name in (TRAIN, VALIDATION, TEST)}
+    return StageRecord("split", "", {"dataset": out},
+                       {"label": data.label, "ids": ids, "task_label": task_label,
+                        "task_ids": task_ids})
 
 
 def identify(ctx: Context) -> StageRecord:
@@ -149,38 +166,23 @@ def realeasy(ctx: Context) -> StageRecord:
 
 def kernels(ctx: Context) -> StageRecord:
     """paper 001 Algorithm 1 on the training task repeats: H_sim from the identified simulator,
-    H_phy from the robot (kernel_manager_ros.panda)."""
-    from kernel_manager_ros import KernelError
-    from kernel_manager_ros import GenerationConfig, generate_kernels
-    from kernel_manager_ros import save_kernels
-    from kernel_manager_ros import histories
-
-    s, k = ctx.settings, ctx.settings.kernels
-    try:
-        trajectories, layout, label = task_trajectories(ctx.output("resimulate", "tasks"))
-        train = task_repeats(trajectories, TRAIN, s)
-        h_sim, h_phy = histories(train, layout, k.step)
-        config = GenerationConfig(rollouts=k.rollouts, max_rollout_length=k.max_rollout_length,
-                                  sigma=k.sigma, epsilon_p=k.epsilon_p, fit_length=k.fit_length,
-                                  seed=s.seed)
-        kernel_set, report = generate_kernels(h_sim, h_phy, layout.spec, config, not s.quiet)
-    except KernelError as exc:
-        raise PipelineError("kernels", exc) from exc
-    kernel_set.metadata.update(bag=ctx.output("resimulate", "tasks"), step=k.step,
-                               train_trajectories=[t.trajectory_id for t in train],
-                               label=f"kernels from the identified simulation vs {label}")
-    path = ctx.work.path("kernels.yaml")
-    save_kernels(path, kernel_set)
-    ctx.commands.setdefault("kernels", []).append(
-        "kernel_manager_ros.panda: histories of the training task repeats -> "
-        "generation.generate_kernels -> kernel_file.save_kernels")
+    H_phy from the robot (kernel_manager_ros pair-kernels)."""
+    s, k, w = ctx.settings, ctx.settings.kernels, ctx.work
+    path, report = w.path("kernels.yaml"), w.path("kernels.json")
+    train = ctx.figures("split")["task_ids"][TRAIN]
+    ctx.tool("kernels", "kernel_manager_ros", "pair-kernels",
+             "--bag", ctx.output("resimulate", "tasks"), "--trajectories", *train,
+             "--step", k.step, "--rollouts", k.rollouts, "--max-rollout-length",
+             k.max_rollout_length, "--sigma", k.sigma, "--epsilon-p", k.epsilon_p,
+             "--fit-length", k.fit_length, "--seed", s.seed, "--label",
+             f"kernels from the identified simulation vs {ctx.figures('split')['task_label']}",
+             "--out", path, "--json", report)
+    figures = read_json(report, "kernels")
     return StageRecord("kernels", "", {"kernels": path},
-                       {"counts": kernel_set.counts(), "total": len(kernel_set),
-                        "train_repeats": [t.trajectory_id for t in train],
-                        "history": {"sim_transitions": len(h_sim),
-                                    "phy_transitions": len(h_phy)},
-                        "generation": {key: v for key, v in report.to_dict().items()
-                                       if key != "seconds"}})
+                       {"counts": {key: figures["kernels"][key] for key in ("motor", "sensor")},
+                        "total": figures["kernels"]["total"],
+                        "train_repeats": figures["trajectories"],
+                        "history": figures["history"], "generation": figures["generation"]})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,8 +225,9 @@ def stage_list() -> tuple[Stage, ...]:
     return (
         Stage("collect", collect, (), _collect_settings,
               "random pairs and work-cycle repeats, simulator vs robot"),
-        Stage("split", split, ("collect",), lambda s: {"seed": s.seed},
-              "the random pairs' data set and its split"),
+        Stage("split", split, ("collect",),
+              lambda s: {"seed": s.seed, "task_split": [s.task_train, s.task_validation]},
+              "the random pairs' data set and its split, the task repeats' split"),
         Stage("identify", identify, ("split",),
               lambda s: {"param": s.parametrisation, "epochs": s.identify_epochs, "seed": s.seed,
                          "friction": s.identify_friction, "offset": s.identify_offset,
@@ -236,14 +239,12 @@ def stage_list() -> tuple[Stage, ...]:
         Stage("realeasy", realeasy, ("resimulate",),
               lambda s: {"minutes": s.train_minutes, "seed": s.seed},
               "Realeasy on the identified-sim/real pairs"),
-        Stage("kernels", kernels, ("resimulate",),
-              lambda s: {"kernels": dataclasses.asdict(s.kernels), "seed": s.seed,
-                         "split": [s.task_train, s.task_validation]},
+        Stage("kernels", kernels, ("split", "resimulate"),
+              lambda s: {"kernels": dataclasses.asdict(s.kernels), "seed": s.seed},
               "state-space kernels on the training task repeats"),
         Stage("evaluate", ev.evaluate,
               ("collect", "split", "identify", "resimulate", "realeasy", "kernels"),
-              lambda s: {"split": [s.task_train, s.task_validation],
-                         "step": s.kernels.step, "settle": s.kernels.settle},
+              lambda s: {"step": s.kernels.step, "settle": s.kernels.settle},
               "every stage on validation and test data, acceptance gate"),
         Stage("report", ev.report, ("identify", "realeasy", "kernels", "evaluate"),
               lambda s: {"out": os.path.abspath(s.out)},

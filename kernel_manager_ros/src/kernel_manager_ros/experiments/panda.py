@@ -19,10 +19,10 @@ import numpy as np
 from tqdm import tqdm
 
 from kernel_manager_ros.errors import KernelError
-from kernel_manager_ros.generation import GenerationConfig, generate_kernels
+from kernel_manager_ros.generation import GenerationConfig
 from kernel_manager_ros.kernel import KernelSet
 from kernel_manager_ros.manager import KernelManager
-from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, Replay, histories,
+from kernel_manager_ros.panda import (PANDA_TOPICS, PandaLayout, Replay, pair_kernels,
                                       read_pair_trajectories, replay, step_indices)
 from kernel_manager_ros.state_spec import StateSpec
 from panda_pairs import TrajectoryPair
@@ -122,12 +122,12 @@ def run_experiment(config: PandaExperiment, progress: bool = True
     clock = time.perf_counter()
     trajectories, bag_label = read_pair_trajectories(bag, spec, limits)
     train, test = split(len(trajectories), config.held_out, config.seed)
-    h_sim, h_phy = histories([trajectories[i] for i in train], layout, config.step)
     seconds["read"] = time.perf_counter() - clock
-    kernel_set, report = generate_kernels(h_sim, h_phy, spec, config.generation, progress)
+    made = pair_kernels([trajectories[i] for i in train], spec, layout, config.step,
+                        config.generation, progress)
+    kernel_set, report = made.kernels, made.report
     seconds["generate"] = sum(report.seconds.values())
-    kernel_set.metadata.update(bag=os.path.abspath(bag), step=config.step,
-                               train_trajectories=[trajectories[i].trajectory_id for i in train],
+    kernel_set.metadata.update(bag=os.path.abspath(bag),
                                label=f"kernels from simulation vs {bag_label}")
 
     clock = time.perf_counter()
@@ -155,7 +155,8 @@ def run_experiment(config: PandaExperiment, progress: bool = True
         "trajectories": {"train": len(train), "held_out": len(test),
                          "held_out_ids": [tr.trajectory_id for tr in held]},
         "step_seconds": config.step,
-        "history": {"sim_transitions": len(h_sim), "phy_transitions": len(h_phy)},
+        "history": {"sim_transitions": made.sim_transitions,
+                    "phy_transitions": made.phy_transitions},
         "kernels": {**kernel_set.counts(), "total": len(kernel_set)},
         "generation": {k: v for k, v in report.to_dict().items() if k != "seconds"},
         "settings": {"epsilon_c": report.epsilon_c,

@@ -187,6 +187,20 @@ def test_write_text_atomic(tmp_path):
         write_text_atomic(str(tmp_path / "no" / "dir.urdf"), "x")
 
 
+def test_the_yaml_holds_the_torque_offsets_found(tmp_path):
+    """Everything identification learnt reaches the YAML beside the URDF (issue 38)."""
+    links, damping = {"l1": (2.0, np.zeros(3), np.eye(3))}, {"a": 0.1, "b": 0.2}
+    offset = {"a": 0.25, "b": -0.125}
+    _, path = write_identified(str(tmp_path / "m.urdf"), None, SMALL, links, damping,
+                               torque_offset=offset)
+    written = yaml.safe_load(open(path))
+    assert written["joints"] == ["a", "b"] and written["torque_offset"] == [0.25, -0.125]
+    with pytest.raises(DiffneaError, match="torque offset"):
+        export_yaml(links, damping, None, None, {"a": 0.1})
+    with pytest.raises(DiffneaError, match="torque offset of joint a"):
+        export_yaml(links, damping, None, None, {"a": float("nan"), "b": 0.0})
+
+
 def test_write_identified_is_the_two_exports_at_checked_paths(tmp_path):
     """The writer of `identify` and the node: export_urdf + export_yaml, byte for byte."""
     links, damping = {"l1": (2.0, np.zeros(3), np.eye(3))}, {"a": 0.1, "b": 0.2}

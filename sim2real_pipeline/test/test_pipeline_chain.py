@@ -68,6 +68,23 @@ def test_the_identified_simulator_beats_the_nominal_one_on_torque(chain):
     assert sum(stages["identified"]["torque_mse"]) < 0.5 * sum(stages["simulation"]["torque_mse"])
 
 
+def test_the_calibration_reuses_the_chains_identification_and_reports_every_joint(chain):
+    out, _ = chain
+    proc = subprocess.run(["rosrun", "sim2real_pipeline", "standin-calibration", "--config", SMALL,
+                           "--task-repeats", "8", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert proc.stdout.count("(kept from the last run)") == 4
+    result = json.loads((out / "calibration.json").read_text())
+    assert result["label"] == "reality stand-in" and result["commit"]
+    assert proc.returncode == (0 if result["all_within"] else 1)
+    for key in ("identified_torque_mse", "published_torque_mse", "ratio_to_published",
+                "noise_floor", "residual_correlation_time"):
+        assert len(result[key]) == 7 and all(v >= 0.0 for v in result[key].values()), key
+    assert len(result["suggested_scale"]) == 7
+    assert (out / "calibration.png").stat().st_size > 10_000
+
+
 def test_a_second_run_keeps_every_stage(chain):
     out, _ = chain
     proc = pipeline(out, timeout=300)

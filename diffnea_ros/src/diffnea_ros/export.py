@@ -178,13 +178,15 @@ def export_urdf(urdf_text: str, links: Mapping[str, LinkInertial],
 def export_yaml(links: Mapping[str, LinkInertial],
                 damping: Optional[Mapping[str, float]] = None,
                 friction: Optional[Mapping[str, Sequence[float]]] = None,
-                metadata: Optional[Mapping[str, Any]] = None) -> str:
+                metadata: Optional[Mapping[str, Any]] = None,
+                torque_offset: Optional[Mapping[str, float]] = None) -> str:
     """The identified parameters as YAML::
 
         links:      {<link>: {mass, com: [x, y, z], inertia: {ixx, ixy, ixz, iyy, iyz, izz}}}
         joints:     [<joint>, ...]        # union of the damping and friction joints, in order
         damping:    [...]                 # per joint [N m s/rad], if given
         friction:   {phi1: [...], phi2: [...], phi3: [...]}   # per joint, if given
+        torque_offset: [...]              # per joint [N m], the torque sensor's bias, if given
         metadata:   {...}                 # e.g. parametrisation, data source, NMSE, consistency
 
     ``friction`` maps joints to the (phi1, phi2, phi3) of the sigmoid friction
@@ -193,9 +195,11 @@ def export_yaml(links: Mapping[str, LinkInertial],
     joints. Floats are written with repr precision (exact round trip).
     """
     damping, friction = dict(damping or {}), dict(friction or {})
-    if damping and friction and set(damping) != set(friction):
-        raise DiffneaError(f"damping and friction name different joints: "
-                           f"{sorted(set(damping) ^ set(friction))}")
+    offset = dict(torque_offset or {})
+    for other, what in ((friction, "friction"), (offset, "torque offset")):
+        if damping and other and set(damping) != set(other):
+            raise DiffneaError(f"damping and {what} name different joints: "
+                               f"{sorted(set(damping) ^ set(other))}")
     out: dict[str, Any] = {"links": {}}
     for name, inertial in links.items():
         mass, com, inertia = _checked_inertial(name, inertial)
@@ -216,6 +220,10 @@ def export_yaml(links: Mapping[str, LinkInertial],
                                    f"{friction[j]!r}")
             values[j] = [_number(p, f"{k} of joint {j}") for k, p in zip(FRICTION_KEYS, phi)]
         out["friction"] = {k: [values[j][i] for j in joints] for i, k in enumerate(FRICTION_KEYS)}
+    if offset:
+        joints = joints or list(offset)
+        out.setdefault("joints", [str(j) for j in joints])
+        out["torque_offset"] = [_number(offset[j], f"torque offset of joint {j}") for j in joints]
     if metadata:
         out["metadata"] = plain(metadata)
     return yaml.safe_dump(out, sort_keys=False, default_flow_style=None, width=100)
@@ -237,9 +245,11 @@ def write_identified(urdf_path: str, yaml_path: Optional[str], urdf_text: str,
                      links: Mapping[str, LinkInertial], damping: Mapping[str, float],
                      friction: Optional[Mapping[str, Sequence[float]]] = None,
                      metadata: Optional[Mapping[str, Any]] = None,
-                     make_folders: bool = False) -> tuple[str, str]:
+                     make_folders: bool = False,
+                     torque_offset: Optional[Mapping[str, float]] = None) -> tuple[str, str]:
     """An identified model: ``urdf_text`` with the learnt ``links`` and ``damping``
-    (:func:`export_urdf`) at ``urdf_path`` and the parameters (:func:`export_yaml`) at
+    (:func:`export_urdf`) at ``urdf_path`` and the parameters (:func:`export_yaml`, with the
+    ``friction`` and ``torque_offset`` found) at
     ``yaml_path`` (None: beside the URDF, .yaml), each atomically. Relative paths are resolved
     against the working directory. Returns the two absolute paths; :class:`DiffneaError` (one
     line, nothing written) for a path not ending in .urdf or, unless ``make_folders``, a folder
@@ -257,7 +267,7 @@ def write_identified(urdf_path: str, yaml_path: Optional[str], urdf_text: str,
         elif not os.path.isdir(folder):
             raise DiffneaError(f"cannot write {path}: directory {folder} does not exist")
     urdf = export_urdf(urdf_text, links, damping)
-    text = export_yaml(links, damping, friction, metadata)
+    text = export_yaml(links, damping, friction, metadata, torque_offset)
     write_text_atomic(urdf_path, urdf)
     write_text_atomic(yaml_path, text)
     return urdf_path, yaml_path

@@ -65,6 +65,9 @@ def check_gazebo_config(config: RobotConfig) -> None:
         raise ConfigError(f"{where}: the Gazebo simulator has rigid joints (elasticity must be absent)")
     if config.encoders is not None:
         raise ConfigError(f"{where}: the Gazebo simulator has no encoder noise (encoders must be absent)")
+    if config.unmodelled is not None:
+        raise ConfigError(f"{where}: the Gazebo simulator has none of the stand-in's unmodelled "
+                          f"effects (unmodelled must be absent)")
     if config.torque_sensor is not None and np.any(config.torque_sensor.noise_std != 0.0):
         raise ConfigError(f"{where}: the Gazebo simulator has no sensor noise "
                           f"(torque_sensor.noise_std must be 0; an offset is applied)")

@@ -13,10 +13,14 @@ which effects are present. Each physics step (:meth:`SimulatedRobot.step`):
    K (theta - q) + D (theta_dot - q_dot) (elastic joints, Spong's model, with rotor inertia B:
    B theta_ddot = tau_m - tau_J, integrated semi-implicitly);
 4. the link receives tau_J - tau_f(q_dot), so that tau_J = M qdd + C qd + g + tau_f, the model
-   Gaz et al. identified from the Panda's measured torques;
+   Gaz et al. identified from the Panda's measured torques; with the config's ``unmodelled``
+   effects, tau_J less every link-side loss of drive_effects.py (Stribeck and presliding friction,
+   load-dependent and position-dependent friction, thermal drift, ripple, cables);
 5. the engine advances by dt.
 
-A measurement (:meth:`measure`) adds encoder noise and the torque sensor's offset and noise.
+A measurement (:meth:`measure`) adds encoder noise and the torque sensor's offset and noise, and
+with ``unmodelled`` effects the sensor errors of sensor_effects.py (hysteresis, gain error,
+nonlinearity, drifting offset, correlated noise, quantisation, stamp jitter).
 """
 from __future__ import annotations
 
@@ -26,10 +30,12 @@ from typing import Optional, Union
 import numpy as np
 
 from panda_sim2real.controllers import make_controller
+from panda_sim2real.drive_effects import DriveEffects
 from panda_sim2real.friction import sigmoid_friction
 from panda_sim2real.limits import JointLimits
 from panda_sim2real.physics import JointSpacePhysics, make_physics
 from panda_sim2real.robot_config import RobotConfig
+from panda_sim2real.sensor_effects import SensorEffects
 from panda_sim2real.trajectory import LIMIT_TOLERANCE, PlannedTrajectory, TrajectoryExecutor
 from panda_sim2real.urdf_model import check_joints, load_urdf, prepare_dynamics_urdf
 
@@ -84,6 +90,11 @@ class SimulatedRobot:
         self.controller = make_controller(config.controller)
         self.executor = TrajectoryExecutor(limits.home)
         self._rng = np.random.default_rng(config.seed)
+        extra = config.unmodelled
+        self._drive = (DriveEffects(extra, config.friction, limits.dof)
+                       if extra is not None and extra.acts_on_links else None)
+        self._sensors = (SensorEffects(extra, config.seed, limits.dof)
+                         if extra is not None and extra.acts_on_sensors else None)
         self._no_gravity = np.zeros(limits.dof)
         self.t = 0.0
         self._steps = 0
@@ -119,10 +130,15 @@ class SimulatedRobot:
         self.t = self._t0 = float(t)
         self._steps = 0
         gravity = self.gravity_torque(q)
+        if self._drive is not None:
+            self._drive.reset()
+            gravity = gravity + self._drive.static_torque(q)    # the arm at rest holds these too
         self._tau_j = gravity.copy()
         el = self.config.elasticity
         self._theta = q + (gravity / el.stiffness if el is not None else 0.0)
         self._theta_dot = np.zeros_like(q)
+        if self._sensors is not None:
+            self._sensors.reset(gravity, self.t)
 
     def set_state(self, q: np.ndarray, qd: np.ndarray) -> None:
         """Set the joints to positions ``q`` [rad] and velocities ``qd`` [rad/s] now: the
@@ -199,9 +215,16 @@ class SimulatedRobot:
             tau_j = el.stiffness * (self._theta - q) + el.damping * (self._theta_dot - qd)
             self._theta_dot = self._theta_dot + (tau_m - tau_j) / el.rotor_inertia * cfg.dt
             self._theta = self._theta + self._theta_dot * cfg.dt
-        tau_link = tau_j - sigmoid_friction(cfg.friction, qd) if cfg.friction is not None else tau_j
+        if self._drive is not None:
+            tau_link = tau_j - self._drive.losses(self.t, q, qd, tau_j, cfg.dt)
+        elif cfg.friction is not None:
+            tau_link = tau_j - sigmoid_friction(cfg.friction, qd)
+        else:
+            tau_link = tau_j
         self.physics.step(tau_link)
         self._tau_j = tau_j
+        if self._sensors is not None:
+            self._sensors.track(tau_j)
         self._steps += 1
         self.t = self._steps * cfg.dt + self._t0
 
@@ -209,13 +232,18 @@ class SimulatedRobot:
         """The joint state as the robot's sensors report it now."""
         q, qd = self.physics.state()
         tau = self._tau_j.copy()
+        extra, stamp = self._sensors, self.t
+        if extra is not None:
+            tau = extra.torque(tau, self.t)
         enc, sensor = self.config.encoders, self.config.torque_sensor
         if enc is not None:
             q = q + self._rng.normal(0.0, enc.position_noise_std, q.shape)
             qd = qd + self._rng.normal(0.0, enc.velocity_noise_std, qd.shape)
         if sensor is not None:
             tau = tau + sensor.offset + self._rng.normal(0.0, 1.0, tau.shape) * sensor.noise_std
-        return JointMeasurement(self.t, q, qd, tau)
+        if extra is not None:
+            q, stamp = extra.position(q), extra.stamp(self.t)
+        return JointMeasurement(stamp, q, qd, tau)
 
     def run_until(self, t: float) -> None:
         """Step until the robot's time reaches ``t`` (to within half a step)."""

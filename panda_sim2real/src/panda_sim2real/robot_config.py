@@ -1,7 +1,8 @@
 """Schema of a robot configuration: the simulator and the reality stand-in share it.
 
 A configuration names the physics engine, the rates, the URDF and inertial overrides, the joint
-controller, and each real-robot effect (friction, elasticity, torque sensor, encoders, latency).
+controller, each real-robot effect of the identifier's model family (friction, elasticity, torque
+sensor, encoders, latency) and the effects beyond it (``unmodelled``, unmodelled_config.py).
 An effect set to ``null`` is absent. Files are read with ``yaml.safe_load``; every error names
 the file and the entry.
 """
@@ -12,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
+from panda_sim2real.config_reader import ConfigReader
 from panda_sim2real.errors import ConfigError
 from panda_sim2real.limits import CONFIG_DIR
+from panda_sim2real.unmodelled_config import UnmodelledEffects, read_unmodelled
 from sim2real_checks import read_yaml
 
-DOF = 7
 SIM_CONFIG_FILE = os.path.join(CONFIG_DIR, "sim", "panda_sim.yaml")
 REALITY_CONFIG_FILE = os.path.join(CONFIG_DIR, "reality", "default.yaml")
 ENGINES = ("pybullet", "mujoco")
@@ -92,6 +94,7 @@ class RobotConfig:
     encoders: Optional[EncoderParams] = None
     latency: float = 0.0
     seed: int = 0
+    unmodelled: Optional[UnmodelledEffects] = None
     source: str = field(default="<memory>", compare=False)
 
     @property
@@ -117,6 +120,7 @@ class RobotConfig:
         values = {k: getattr(self, k) for k in self.__dataclass_fields__}
         if publish_rate is not None:
             check_rates(self.physics_rate, float(publish_rate), self.source)
+            check_jitter(self.unmodelled, float(publish_rate), self.source)
             values["publish_rate"] = float(publish_rate)
         if seed is not None:
             values["seed"] = int(seed)
@@ -133,53 +137,16 @@ def check_rates(physics_rate: float, publish_rate: float, source: str) -> None:
                           f"the physics rate {physics_rate} Hz")
 
 
-class _Reader:
+def check_jitter(unmodelled: Optional[UnmodelledEffects], publish_rate: float, source: str) -> None:
+    """Stamps jittered by less than half the publish period stay in order."""
+    if unmodelled is not None and unmodelled.stamp_jitter >= 0.5 / publish_rate:
+        raise ConfigError(f"robot config {source}: unmodelled.stamp_jitter "
+                          f"{unmodelled.stamp_jitter} s must be below half the publish period "
+                          f"({0.5 / publish_rate} s at {publish_rate} Hz)")
+
+
+class _Reader(ConfigReader):
     """Validates the raw YAML tree of a robot config, naming the offending entry on error."""
-
-    def __init__(self, raw: Any, source: str) -> None:
-        if not isinstance(raw, dict):
-            raise ConfigError(f"robot config {source}: expected a mapping at the top level")
-        self.raw = raw
-        self.source = source
-
-    def fail(self, key: str, why: str) -> ConfigError:
-        return ConfigError(f"robot config {self.source}: '{key}' {why}")
-
-    def get(self, tree: dict, key: str, prefix: str = "") -> Any:
-        if key not in tree:
-            raise self.fail(prefix + key, "is missing")
-        return tree[key]
-
-    def vector(self, tree: dict, key: str, prefix: str = "", positive: bool = False,
-               size: int = DOF) -> np.ndarray:
-        value = self.get(tree, key, prefix)
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise self.fail(prefix + key, f"must be a list of {size} numbers") from None
-        if arr.shape != (size,):
-            raise self.fail(prefix + key, f"must be a list of {size} numbers, got {value!r}")
-        if not np.all(np.isfinite(arr)):
-            raise self.fail(prefix + key, "must be finite (no NaN/Inf)")
-        if positive and np.any(arr < 0):
-            raise self.fail(prefix + key, "must not be negative")
-        return arr
-
-    def number(self, tree: dict, key: str, prefix: str = "", minimum: float = 0.0) -> float:
-        value = self.get(tree, key, prefix)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-            raise self.fail(prefix + key, f"must be a number, got {value!r}")
-        if value < minimum:
-            raise self.fail(prefix + key, f"must be at least {minimum}, got {value}")
-        return float(value)
-
-    def section(self, key: str) -> Optional[dict]:
-        value = self.raw.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise self.fail(key, "must be a mapping or null")
-        return value
 
     def config(self) -> RobotConfig:
         raw = self.raw
@@ -189,6 +156,8 @@ class _Reader:
         physics_rate = self.number(raw, "physics_rate", minimum=1.0)
         publish_rate = self.number(raw, "publish_rate", minimum=1.0)
         check_rates(physics_rate, publish_rate, self.source)
+        unmodelled = read_unmodelled(self)
+        check_jitter(unmodelled, publish_rate, self.source)
         urdf = raw.get("urdf")
         if urdf is not None and not isinstance(urdf, str):
             raise self.fail("urdf", "must be a path or null")
@@ -206,6 +175,7 @@ class _Reader:
             encoders=self.encoders(),
             latency=self.number(raw, "latency") if "latency" in raw else 0.0,
             seed=int(raw.get("seed", 0)),
+            unmodelled=unmodelled,
             source=self.source,
         )
 

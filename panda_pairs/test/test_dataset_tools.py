@@ -13,7 +13,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from panda_pairs.alignment import align_all
-from panda_pairs.dataset import Dataset, SPLITS, build_dataset, split_counts, split_of
+from panda_pairs.dataset import Dataset, SPLITS, assign_splits, build_dataset, split_counts, split_of
 from panda_sim2real import ConfigError, JointLimits
 from panda_pairs.errors import BagError
 from panda_pairs.gap_report import compare_recording, format_table, gap_statistics, plot_torques
@@ -221,6 +221,16 @@ def test_split_counts_for_few_trajectories():
     assert split_counts(2) == (2, 0, 0)
     assert split_counts(3) == (1, 1, 1)
     assert split_counts(100) == (80, 15, 5)
+
+
+def test_split_fractions_are_the_callers_and_checked():
+    kinds = ["single"] * 50 + ["multi"] * 50 + ["cartesian"] * 10
+    split = assign_splits(kinds, seed=1, fractions=(0.7, 0.15, 0.15))
+    counts = {name: int(np.sum(split == name)) for name in SPLITS}
+    assert counts == {"train": 70, "validation": 15, "test": 15, "cartesian": 10}
+    for bad in ((0.7, 0.3, 0.0), (0.5, 0.5), (0.6, 0.2, 0.3), (float("nan"), 0.5, 0.5)):
+        with pytest.raises(ConfigError, match="fractions"):
+            assign_splits(kinds, fractions=bad)
 
 
 def test_dataset_save_load_round_trip(recording, limits, tmp_path):

@@ -240,14 +240,30 @@ def test_random_sets_score_every_stage_on_the_same_robot_samples():
                                                         (np.ones((8, 21)), real[:8])])
     identified = _Dataset([5, 4], ["test", "validation"], [(np.full((7, 21), 0.5), real[:7]),
                                                            (np.full((12, 21), 0.5), real)])
-    sets = random_sets(nominal, identified, ("validation",), lambda s: s * 0.2)
+    sets = random_sets(nominal, identified, [4], lambda s: s * 0.2)
     assert sets.ids == (4,)
     errors = errors_of(sets)
     assert errors["simulation"]["torque_mse"] == [1.0] * 7
     np.testing.assert_allclose(errors["identified"]["position_mse"], 0.25)
     np.testing.assert_allclose(errors["identified+realeasy"]["velocity_mse"], 0.01)
-    test = random_sets(nominal, identified, ("test",), None)
+    test = random_sets(nominal, identified, [5, 6], None)        # 6: in neither data set
     assert [len(a) for a in test.stages["simulation"][0]] == [7]      # the shorter of 8 and 7
     assert set(test.stages) == {"simulation", "identified"}
-    with pytest.raises(PipelineError, match="no trajectory of the split"):
-        random_sets(nominal, identified, ("cartesian",), None)
+    with pytest.raises(PipelineError, match="none of the trajectories"):
+        random_sets(nominal, identified, [7], None)
+
+
+def test_the_gate_gets_half_of_every_held_out_kind_and_none_of_the_early_stopping_split():
+    from sim2real_pipeline.splits import random_purposes
+    ids = list(range(20))
+    kinds = ["single"] * 8 + ["multi"] * 8 + ["cartesian"] * 4
+    splits = (["train"] * 4 + ["validation"] * 2 + ["test"] * 2) * 2 + ["cartesian"] * 4
+    purposes = random_purposes(ids, kinds, splits, seed=3)
+    assert purposes["train"] == [0, 1, 2, 3, 8, 9, 10, 11]
+    assert purposes["validation"] == [4, 5, 12, 13]
+    gate, test = set(purposes["gate"]), set(purposes["test"])
+    assert not gate & test and gate | test == {6, 7, 14, 15, 16, 17, 18, 19}
+    kind = dict(zip(ids, kinds))
+    for name in ("single", "multi", "cartesian"):       # every kind of the test is in the gate
+        assert sum(kind[i] == name for i in gate) == sum(kind[i] == name for i in test)
+    assert random_purposes(ids, kinds, splits, seed=3) == purposes          # seeded

@@ -8,4 +8,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "inverse_dynamics": ["rnea"],
     "learnable": ["LearnableDynamics"],
     "model": ["RigidBodyModel"],
+    "plausibility": ["PANDA_BOUNDS_FILE", "PlausibilityBounds", "check_plausibility"],
 })

@@ -19,6 +19,8 @@ from diffnea_ros.consistency import ConsistencyReport, check_consistency
 from diffnea_ros.errors import DataError
 from diffnea_ros.learnable import LearnableDynamics, RegressorCache
 from diffnea_ros.model import RigidBodyModel
+from diffnea_ros.plausibility import (BoundTensors, PlausibilityBounds, PlausibilityReport, bound_penalty,
+                                      check_plausibility)
 
 ONLINE_BATCH = 256   # paper 002 §4.1.2
 Progress = Callable[[Iterable], Iterable]
@@ -82,6 +84,8 @@ class IdentificationConfig:
     max_minutes: Optional[float] = None
     learnable_links: Optional[tuple[str, ...]] = None
     use_regressor: bool = True   # cache the regressor once (exact, much faster epochs)
+    bounds: Optional[PlausibilityBounds] = None   # plausible masses and coms (penalty, report)
+    bounds_weight: float = 1.0e4                  # weight of the bounds' penalty on L_ID
 
 
 @dataclass
@@ -99,6 +103,7 @@ class IdentificationResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     online_curve: list[dict[str, Any]] = field(default_factory=list)
     diverged: bool = False    # the loss became NaN/Inf; the parameters are the last with a finite loss
+    plausibility: Optional[PlausibilityReport] = None   # with config.bounds
 
 
 # predict(index) -> tau (len(index), dof) of the training samples at ``index``
@@ -151,8 +156,10 @@ def predictor_nmse(predict: Predictor, samples: Samples, chunk: int = 2048) -> n
 
 
 def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Samples,
-        config: FitConfig = FitConfig(), progress: Optional[Progress] = None) -> FitResult:
-    """Adam on L_ID = mean over a batch of ||tau - f(q, qd, qdd)||² (eq. 2) for ``parameters``:
+        config: FitConfig = FitConfig(), progress: Optional[Progress] = None,
+        penalty: Optional[Callable[[], torch.Tensor]] = None) -> FitResult:
+    """Adam on L_ID = mean over a batch of ||tau - f(q, qd, qdd)||² (eq. 2), plus ``penalty()``
+    when given (plausibility.py), for ``parameters``:
     shuffled batches (``shuffle=False``: in the data's order; online: sequential batches of 256,
     the NMSE on all samples after each),
     the training NMSE of every joint after each epoch, stop at <= ``stop_nmse`` (0 epochs when
@@ -180,6 +187,8 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
         for index in order.split(batch):
             optimiser.zero_grad(set_to_none=True)
             loss = ((predict(index) - samples.tau[index]) ** 2).sum(dim=1).mean()
+            if penalty is not None:
+                loss = loss + penalty()
             if not torch.isfinite(loss):
                 diverged = True   # back to the last parameters with a finite loss
                 with torch.no_grad():
@@ -237,11 +246,19 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
                   if config.use_regressor and heldout is not None else None)
     before_heldout = evaluate_nmse(dynamics, heldout, cache=held_cache) if heldout is not None else None
+    bounds = config.bounds
+    penalty = None
+    if bounds is not None:
+        tensors = BoundTensors.of(dynamics.learnable_links, bounds, model.dtype)
+
+        def penalty() -> torch.Tensor:
+            mass, com, _ = dynamics.learned_inertials()
+            return config.bounds_weight * bound_penalty(mass, com, tensors)
     fitted = fit(list(dynamics.parameters()), predict, train,
                  FitConfig(epochs=config.epochs, batch_size=config.batch_size,
                            learning_rate=config.learning_rate, stop_nmse=config.stop_nmse,
                            online=config.online, seed=config.seed, max_minutes=config.max_minutes),
-                 progress)
+                 progress, penalty)
     return IdentificationResult(
         dynamics=dynamics, config=config, nmse_train_before=fitted.nmse_before,
         nmse_train_after=fitted.nmse_after, nmse_heldout_before=before_heldout,
@@ -249,4 +266,6 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
                             if heldout is not None else None),
         epochs=fitted.epochs, epochs_to_threshold=fitted.epochs_to_threshold,
         seconds=fitted.seconds, consistency=consistency_of(dynamics), history=fitted.history,
-        online_curve=fitted.online_curve, diverged=fitted.diverged)
+        online_curve=fitted.online_curve, diverged=fitted.diverged,
+        plausibility=(check_plausibility(dynamics.link_inertials(), bounds)
+                      if bounds is not None else None))

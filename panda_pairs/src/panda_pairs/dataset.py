@@ -44,12 +44,23 @@ def split_counts(n: int, fractions: Sequence[float] = FRACTIONS) -> tuple[int, i
     return n - n_val - n_test, n_val, n_test
 
 
-def assign_splits(kinds: Sequence[str], seed: int = 0) -> np.ndarray:
-    """Split label per trajectory: joint-space ones shuffled (seeded) into train/validation/test,
-    Cartesian ones 'cartesian'."""
+def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
+    """(train, validation, test) fractions: three positive numbers that sum to 1."""
+    values = tuple(float(f) for f in fractions)
+    if len(values) != 3 or not all(np.isfinite(values)) or min(values) <= 0.0 \
+            or abs(sum(values) - 1.0) > 1e-9:
+        raise ConfigError(f"split fractions must be three positive numbers (train, validation, "
+                          f"test) that sum to 1, got {list(fractions)}")
+    return values  # type: ignore[return-value]
+
+
+def assign_splits(kinds: Sequence[str], seed: int = 0,
+                  fractions: Sequence[float] = FRACTIONS) -> np.ndarray:
+    """Split label per trajectory: joint-space ones shuffled (seeded) into train/validation/test
+    by ``fractions`` (default the paper's 80/15/5), Cartesian ones 'cartesian'."""
     split = np.array([CARTESIAN if k == CARTESIAN else "" for k in kinds], dtype="<U10")
     joint = np.flatnonzero(split == "")
-    n_train, n_val, _ = split_counts(len(joint))
+    n_train, n_val, _ = split_counts(len(joint), check_fractions(fractions))
     order = joint[np.random.default_rng(seed).permutation(len(joint))]
     split[order[:n_train]] = "train"
     split[order[n_train:n_train + n_val]] = "validation"
@@ -178,15 +189,17 @@ def split_of(dataset: Dataset) -> dict[int, str]:
 def build_dataset(recording: PairRecording, limits: JointLimits, seed: int = 0,
                   rate: float = 100.0, pre: float = 0.3,
                   progress: Optional[Progress] = None,
-                  splits: Optional[dict[int, str]] = None) -> Dataset:
+                  splits: Optional[dict[int, str]] = None,
+                  fractions: Sequence[float] = FRACTIONS) -> Dataset:
     """Align, normalise and split the pairs of a recording (paper 000 §IV-B, §V).
 
     Only kinds single/multi/cartesian enter the data set (others, e.g. the work cycle's 'task'
     repeats, are left out); pairs that cannot be aligned are skipped and counted
     (``skipped_pairs``). ``splits`` (trajectory id -> split, e.g. :func:`split_of` another data
     set of the same bag's trajectories) replaces the seeded split; a trajectory it does not name
-    is left out and counted as skipped. Raises BagError if there is no such pair or none can be
-    aligned (or named).
+    is left out and counted as skipped; otherwise ``fractions`` split the joint-space moves
+    (:func:`assign_splits`). Raises BagError if there is no such pair or none can be aligned
+    (or named).
     """
     if tuple(limits.joint_names) != tuple(recording.joint_names):
         raise BagError(f"bag {recording.path} was read for joints {recording.joint_names}, "
@@ -213,7 +226,7 @@ def build_dataset(recording: PairRecording, limits: JointLimits, seed: int = 0,
     lengths = np.array([len(p) for p in aligned], dtype=np.int64)
     kinds = [p.kind for p in aligned]
     split = (np.array([splits[p.trajectory_id] for p in aligned], dtype="<U10")
-             if splits is not None else assign_splits(kinds, seed))
+             if splits is not None else assign_splits(kinds, seed, fractions))
     return Dataset(
         sim=scaler.transform(np.concatenate([p.sim for p in aligned])).astype(np.float32),
         real=scaler.transform(np.concatenate([p.real for p in aligned])).astype(np.float32),

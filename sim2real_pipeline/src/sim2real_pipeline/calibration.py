@@ -68,8 +68,8 @@ class Calibration:
 
 def suggested_scale(calibration: Calibration, scale: np.ndarray, floor: np.ndarray) -> np.ndarray:
     """The scale that would bring each joint's MSE onto the published figure, if the MSE above
-    ``floor`` (what the stand-in leaves with the effects off) grows as scale^2; joints within
-    the tolerance keep theirs."""
+    ``floor`` (the part the scale does not change, :func:`white_noise`) grows as scale^2; joints
+    within the tolerance keep theirs."""
     above = np.maximum(calibration.identified - floor, 1e-12)
     wanted = np.maximum(calibration.published - floor, 1e-12)
     return np.where(calibration.within, scale, scale * np.sqrt(wanted / above))
@@ -152,12 +152,17 @@ def plot_calibration(calibration: Calibration, spectra: ResidualSpectra, names: 
     plt.close(fig)
 
 
+def white_noise(reality: Any) -> np.ndarray:
+    """The variance of the torque sensor's white noise per joint [(N m)^2], the part of the
+    residual ``unmodelled.scale`` does not change."""
+    sensor = reality.torque_sensor
+    return sensor.noise_std ** 2 if sensor is not None else np.zeros(7)
+
+
 def noise_floor(reality: Any) -> np.ndarray:
     """The stand-in's unpredictable torque variance per joint [(N m)^2]: white noise, correlated
     noise and the offsets' drift (no model of the robot's state can predict them)."""
-    floor = np.zeros(7)
-    if reality.torque_sensor is not None:
-        floor = floor + reality.torque_sensor.noise_std ** 2
+    floor = white_noise(reality)
     extra = reality.unmodelled
     if extra is not None:
         for process in (extra.correlated_noise, extra.offset_drift):

@@ -15,7 +15,7 @@ from sim2real_checks import write_json
 
 from sim2real_pipeline.files import read_json
 from sim2real_pipeline.gate import decide_chain
-from sim2real_pipeline.splits import HELD_OUT, TEST, VALIDATION, task_repeats
+from sim2real_pipeline.splits import GATE, TEST, VALIDATION, task_repeats
 from sim2real_pipeline.workdir import StageRecord
 
 SIMULATION, IDENTIFIED, REALEASY = "simulation", "identified", "identified+realeasy"
@@ -39,8 +39,8 @@ def _correction(path: str, joint_names: tuple[str, ...],
 
 
 def evaluate(ctx: Context) -> StageRecord:
-    """Random moves: simulation, identified, identified+realeasy on the validation split (gate)
-    and the test and Cartesian splits (figures). Task repeats: the same and the kernel stage,
+    """Random moves: simulation, identified, identified+realeasy on the gate's held-out half
+    (under "validation") and on the test half (figures), splits.py. Task repeats: the same and the kernel stage,
     which sits on the identified simulator its histories came from (with Realeasy when the gate
     adopted it) and is gated against the stage adopted before it."""
     from kernel_manager_ros import KernelError
@@ -53,8 +53,9 @@ def evaluate(ctx: Context) -> StageRecord:
     correct = _correction(ctx.output("realeasy", "model"), identified.joint_names,
                           s.kernels.step)
     random = {}
-    for name, splits in ((VALIDATION, (VALIDATION,)), (TEST, HELD_OUT)):
-        sets = random_sets(nominal, identified, splits, correct, REALEASY)
+    purposes = ctx.figures("split")["ids"]
+    for name, purpose in ((VALIDATION, GATE), (TEST, TEST)):     # "validation": the gate's set
+        sets = random_sets(nominal, identified, purposes[purpose], correct, REALEASY)
         random[name] = {"ids": list(sets.ids), "errors": errors_of(sets)}
     val = random[VALIDATION]["errors"]
     adopted, decisions = decide_chain((IDENTIFIED, REALEASY), val, val[SIMULATION], SIMULATION)

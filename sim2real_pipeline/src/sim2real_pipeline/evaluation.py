@@ -66,19 +66,18 @@ def load_datasets(nominal_path: str, identified_path: str) -> tuple[Any, Any]:
         raise PipelineError("evaluate", exc) from exc
 
 
-def random_sets(nominal: Any, identified: Any, splits: Sequence[str],
+def random_sets(nominal: Any, identified: Any, wanted: Sequence[int],
                 correct: Optional[Callable[[np.ndarray], np.ndarray]],
                 realeasy_stage: str = "identified+realeasy") -> RandomSets:
-    """The stages on the trajectories whose split (in the nominal data set) is in ``splits``
-    and that both data sets hold. ``correct`` maps an identified sim stream to its Realeasy
-    correction (None: no Realeasy stage)."""
+    """The stages on the trajectories ``wanted`` (ids of one purpose, splits.py) that both data
+    sets hold. ``correct`` maps an identified sim stream to its Realeasy correction (None: no
+    Realeasy stage)."""
     index_n = {int(t): i for i, t in enumerate(nominal.trajectory_ids)}
     index_i = {int(t): i for i, t in enumerate(identified.trajectory_ids)}
-    ids = tuple(sorted(t for t, i in index_n.items()
-                       if nominal.split[i] in splits and t in index_i))
+    ids = tuple(sorted({int(t) for t in wanted} & set(index_n) & set(index_i)))
     if not ids:
-        raise PipelineError("evaluate", f"no trajectory of the split(s) {', '.join(splits)} in "
-                                        f"both data sets")
+        raise PipelineError("evaluate", f"none of the trajectories {sorted(map(int, wanted))[:10]} "
+                                        f"is in both data sets")
     sim, ident, real = [], [], []
     for t in ids:
         s_n, r_n = nominal.trajectory(index_n[t], normalised=False)

@@ -58,10 +58,12 @@ class PipelineSettings:
     identify_epochs: int = 60
     identify_friction: bool = True
     identify_offset: bool = True
+    identify_bounds: bool = True          # the Panda's plausible inertials (diffnea_ros)
     identified_physics_rate: Optional[float] = None   # Hz; None: the lowest stable one
     train_minutes: float = 6.0
     task_train: float = 0.6
     task_validation: float = 0.2
+    random_split: tuple[float, float, float] = (0.7, 0.15, 0.15)   # joint-space moves (splits.py)
     kernels: KernelSettings = KernelSettings()
     quiet: bool = False
     sim: str = "pybullet"                 # the nominal simulator of collect and resimulate
@@ -78,6 +80,10 @@ class PipelineSettings:
         if not (0.0 < self.task_train < 1.0 and 0.0 < self.task_validation < 1.0
                 and self.task_train + self.task_validation < 1.0):
             raise bad("task_split train and validation must be in (0, 1) with a sum below 1")
+        split = self.random_split
+        if len(split) != 3 or min(split) <= 0.0 or abs(sum(split) - 1.0) > 1e-9:
+            raise bad(f"random_split train, validation and test must be positive with a sum "
+                      f"of 1, got {list(split)}")
         for name in ("train_minutes", "identified_physics_rate"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0.0):
@@ -128,11 +134,14 @@ def load_settings(path: Optional[str], **overrides: Any) -> PipelineSettings:
             "identify_epochs": int(raw["identify"]["epochs"]),
             "identify_friction": bool(raw["identify"]["friction"]),
             "identify_offset": bool(raw["identify"]["offset"]),
+            "identify_bounds": bool(raw["identify"].get("bounds", True)),
             "identified_physics_rate": (None if raw["identify"]["physics_rate"] == "auto"
                                         else float(raw["identify"]["physics_rate"])),
             "train_minutes": float(raw["realeasy"]["max_minutes"]),
             "task_train": float(raw["task_split"]["train"]),
             "task_validation": float(raw["task_split"]["validation"]),
+            "random_split": tuple(float(raw["random_split"][k])
+                                  for k in ("train", "validation", "test")),
             "kernels": KernelSettings(**{name: type(default)(raw["kernels"][name])
                                          for name, default in _DEFAULT_KERNELS.items()}),
         }

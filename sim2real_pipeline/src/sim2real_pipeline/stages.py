@@ -29,7 +29,7 @@ from sim2real_pipeline.evaluation import task_trajectories
 
 from sim2real_pipeline.files import read_json
 from sim2real_pipeline.settings import PipelineSettings
-from sim2real_pipeline.splits import TEST, TRAIN, VALIDATION, task_split
+from sim2real_pipeline.splits import TEST, TRAIN, VALIDATION, random_purposes, task_split
 from sim2real_pipeline.workdir import StageRecord
 
 # ----------------------------------------------------------------------------------------------
@@ -62,18 +62,18 @@ def collect(ctx: Context) -> StageRecord:
 
 
 def split(ctx: Context) -> StageRecord:
-    """The random pairs' data set (aligned at 100 Hz) and its seeded split by trajectory; the
-    task repeats' split in order of execution (splits.py)."""
+    """The random pairs' data set (aligned at 100 Hz), its seeded split by trajectory and each
+    trajectory's purpose (train, validation, gate, test); the task repeats' split in order of
+    execution (splits.py)."""
     from kernel_manager_ros import KernelError
     from panda_pairs import Dataset
     s = ctx.settings
     out = ctx.work.path("dataset_simulation.npz")
     ctx.tool("split", "panda_pairs", "dataset", "--bag", ctx.output("collect", "pairs"),
-             "--seed", s.seed, "--out", out,
+             "--seed", s.seed, "--fractions", *s.random_split, "--out", out,
              "--json", ctx.work.path("dataset_simulation.json"))
     data = Dataset.load(out)
-    ids = {name: [int(t) for t, label in zip(data.trajectory_ids, data.split) if label == name]
-           for name in sorted(set(data.split))}
+    ids = random_purposes(data.trajectory_ids, data.kinds, data.split, s.seed)
     try:
         trajectories, _, task_label = task_trajectories(ctx.output("collect", "tasks"))
     except KernelError as exc:
@@ -89,8 +89,10 @@ def split(ctx: Context) -> StageRecord:
 
 def identify(ctx: Context) -> StageRecord:
     """diffnea_ros on the robot's stream of the training trajectories (it reads the pair bag and
-    the split itself) and the identified simulator's config it writes (URDF, friction, offsets,
-    a stable physics rate; panda_sim2real's format)."""
+    the split itself), with the Panda's plausible masses and centres of mass (``bounds``), and
+    the identified simulator's config it writes (URDF, friction, offsets, a stable physics rate;
+    panda_sim2real's format)."""
+    from diffnea_ros import PANDA_BOUNDS_FILE
     from panda_sim2real import nominal_urdf_path
     s, w = ctx.settings, ctx.work
     urdf, sim_config, report = w.path("identified.urdf"), w.path("identified_sim.yaml"), w.path("identify.json")
@@ -99,6 +101,7 @@ def identify(ctx: Context) -> StageRecord:
              nominal_urdf_path(), "--param", s.parametrisation, "--epochs", s.identify_epochs,
              "--seed", s.seed, *(["--friction"] if s.identify_friction else []),
              *(["--offset"] if s.identify_offset else []),
+             *(["--bounds", PANDA_BOUNDS_FILE] if s.identify_bounds else []),
              *(["--physics-rate", s.identified_physics_rate] if s.identified_physics_rate else []),
              "--out", urdf, "--sim-config", sim_config, "--json", report)
     result = read_json(report, "identify")
@@ -107,6 +110,7 @@ def identify(ctx: Context) -> StageRecord:
     offset = result.get("torque_offset") or {}
     figures = {k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after", "damping",
                                       "friction", "epochs", "seconds", "samples", "physics_rate")}
+    figures["plausibility"] = result.get("plausibility")
     figures.update(data={"trajectories": result["trajectories"], "label": result.get("label", ""),
                          "samples": result["samples"]["train"] + result["samples"]["heldout"]},
                    torque_offset=[offset[n] for n in names] if offset else None)
@@ -226,10 +230,12 @@ def stage_list() -> tuple[Stage, ...]:
         Stage("collect", collect, (), _collect_settings,
               "random pairs and work-cycle repeats, simulator vs robot"),
         Stage("split", split, ("collect",),
-              lambda s: {"seed": s.seed, "task_split": [s.task_train, s.task_validation]},
+              lambda s: {"seed": s.seed, "task_split": [s.task_train, s.task_validation],
+                         "random_split": list(s.random_split)},
               "the random pairs' data set and its split, the task repeats' split"),
         Stage("identify", identify, ("split",),
               lambda s: {"param": s.parametrisation, "epochs": s.identify_epochs, "seed": s.seed,
+                         **({"bounds": True} if s.identify_bounds else {}),
                          "friction": s.identify_friction, "offset": s.identify_offset,
                          "physics_rate": s.identified_physics_rate or "auto"},
               "diffnea_ros: the robot's inertials, damping, friction, torque offsets"),

@@ -1,0 +1,170 @@
+"""Plausible, not only consistent (issue 38): bounds on each link's mass and centre of mass from
+published figures, the penalty that keeps identification inside them (penalty-based, as Gaz et
+al., RA-L 2019, retrieve feasible Panda parameters) and the report of each parameter against its
+bounds.
+
+    P(theta) = sum_links [(relu(m - m_max) + relu(m_min - m)) / m_ref]^2
+             + sum_links,axes [(relu(c - c_max) + relu(c_min - c)) / COM_SCALE]^2
+
+is added to L_ID (paper 002 eq. 2) with a weight; it is 0 inside the bounds (their box shrunk by
+INSET, so that the optimiser's last steps end inside).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from diffnea_ros.errors import DiffneaError
+
+PANDA_BOUNDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
+                                 "panda_bounds.yaml")
+COM_SCALE = 0.01     # m: a centre of mass 1 cm outside its box costs as much as m_ref of mass
+# The penalty's box is the bounds' shrunk by this fraction of their width on each side: Adam's
+# last steps (about the learning rate, relative) then end inside the bounds, not on them.
+INSET = 0.03
+
+
+@dataclass(frozen=True)
+class LinkBounds:
+    """A link's mass [kg] and centre-of-mass box in its frame [m]; ``reference`` the published
+    mass the penalty is normalised by."""
+
+    mass_min: float
+    mass_max: float
+    com_min: np.ndarray
+    com_max: np.ndarray
+    reference: float
+
+
+@dataclass(frozen=True)
+class PlausibilityBounds:
+    links: dict[str, LinkBounds]
+    source: str
+
+    @classmethod
+    def from_yaml(cls, path: str = PANDA_BOUNDS_FILE) -> "PlausibilityBounds":
+        """Bounds of the file: ``source``, ``mass_factor: [low, high]`` x each link's published
+        mass, ``com_margin`` [m] about its published centre of mass, ``links: {name: {mass,
+        com}}``. DiffneaError naming the entry for a missing or malformed one."""
+        from sim2real_checks import read_yaml
+        raw = read_yaml(path, "plausibility bounds", DiffneaError)
+        try:
+            low, high = (float(v) for v in raw["mass_factor"])
+            margin = float(raw["com_margin"])
+            links = {}
+            for name, spec in raw["links"].items():
+                mass, com = float(spec["mass"]), np.asarray(spec["com"], dtype=float)
+                if not (0.0 < low < 1.0 < high and margin > 0.0 and mass > 0.0 and com.shape == (3,)
+                        and np.all(np.isfinite(com))):
+                    raise ValueError(f"link {name}: needs a positive mass, a com of 3 numbers, "
+                                     f"0 < low < 1 < high and a positive margin")
+                links[str(name)] = LinkBounds(low * mass, high * mass, com - margin, com + margin, mass)
+            return cls(links, str(raw["source"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DiffneaError(f"plausibility bounds {path}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class BoundTensors:
+    """The penalty's box (the bounds shrunk by INSET) of an ordered set of links as tensors
+    (unbounded links: infinite bounds)."""
+
+    mass_min: torch.Tensor      # (N,)
+    mass_max: torch.Tensor
+    reference: torch.Tensor
+    com_min: torch.Tensor       # (N, 3)
+    com_max: torch.Tensor
+
+    @classmethod
+    def of(cls, names: Sequence[str], bounds: PlausibilityBounds,
+           dtype: torch.dtype = torch.float64) -> "BoundTensors":
+        inf, rows = float("inf"), [bounds.links.get(n) for n in names]
+
+        def column(pick, missing) -> torch.Tensor:
+            return torch.as_tensor(np.array([pick(b) if b is not None else missing for b in rows],
+                                            dtype=float), dtype=dtype)
+
+        def inset(b: LinkBounds) -> tuple[float, float, np.ndarray, np.ndarray]:
+            dm, dc = INSET * (b.mass_max - b.mass_min), INSET * (b.com_max - b.com_min)
+            return b.mass_min + dm, b.mass_max - dm, b.com_min + dc, b.com_max - dc
+        return cls(column(lambda b: inset(b)[0], -inf), column(lambda b: inset(b)[1], inf),
+                   column(lambda b: b.reference, 1.0),
+                   column(lambda b: inset(b)[2], [-inf] * 3), column(lambda b: inset(b)[3], [inf] * 3))
+
+
+def bound_penalty(mass: torch.Tensor, com: torch.Tensor, bounds: BoundTensors) -> torch.Tensor:
+    """P(theta) of the module docstring for masses (N,) and centres of mass (N, 3) in the
+    order ``bounds`` was made for."""
+    over = torch.relu(mass - bounds.mass_max) + torch.relu(bounds.mass_min - mass)
+    outside = torch.relu(com - bounds.com_max) + torch.relu(bounds.com_min - com)
+    return ((over / bounds.reference) ** 2).sum() + ((outside / COM_SCALE) ** 2).sum()
+
+
+@dataclass(frozen=True)
+class LinkCheck:
+    name: str
+    mass: float
+    com: tuple[float, float, float]
+    bounds: Optional[LinkBounds]
+
+    @property
+    def mass_ok(self) -> bool:
+        return self.bounds is None or self.bounds.mass_min <= self.mass <= self.bounds.mass_max
+
+    @property
+    def com_ok(self) -> bool:
+        b = self.bounds
+        return b is None or bool(np.all((np.asarray(self.com) >= b.com_min - 1e-9)
+                                        & (np.asarray(self.com) <= b.com_max + 1e-9)))
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name, "mass": self.mass, "com": list(self.com),
+               "mass_ok": self.mass_ok, "com_ok": self.com_ok, "bounded": self.bounds is not None}
+        if self.bounds is not None:
+            out.update(mass_bounds=[self.bounds.mass_min, self.bounds.mass_max],
+                       com_bounds=[self.bounds.com_min.tolist(), self.bounds.com_max.tolist()])
+        return out
+
+
+@dataclass(frozen=True)
+class PlausibilityReport:
+    links: tuple[LinkCheck, ...]
+    source: str
+
+    @property
+    def plausible(self) -> bool:
+        return all(c.mass_ok and c.com_ok for c in self.links)
+
+    def to_dict(self) -> dict:
+        return {"plausible": self.plausible, "source": self.source,
+                "links": [c.to_dict() for c in self.links]}
+
+    def format(self) -> str:
+        """One line per link outside its bounds, or that all are inside."""
+        bad = [c for c in self.links if not (c.mass_ok and c.com_ok)]
+        if not bad:
+            bounded = sum(c.bounds is not None for c in self.links)
+            return f"plausible: every mass and centre of mass of the {bounded} bounded links within its bounds"
+        lines = []
+        for c in bad:
+            b = c.bounds
+            assert b is not None
+            if not c.mass_ok:
+                lines.append(f"implausible: {c.name} mass {c.mass:.4g} kg outside "
+                             f"[{b.mass_min:.4g}, {b.mass_max:.4g}]")
+            if not c.com_ok:
+                lines.append(f"implausible: {c.name} centre of mass {np.round(c.com, 4).tolist()} m "
+                             f"outside [{np.round(b.com_min, 4).tolist()}, {np.round(b.com_max, 4).tolist()}]")
+        return "\n".join(lines)
+
+
+def check_plausibility(inertials: Mapping[str, tuple], bounds: PlausibilityBounds) -> PlausibilityReport:
+    """Each link of ``inertials`` (name -> (mass, com, inertia), as ``link_inertials()``)
+    against ``bounds``."""
+    return PlausibilityReport(tuple(
+        LinkCheck(name, float(m), tuple(float(v) for v in np.asarray(c)), bounds.links.get(name))
+        for name, (m, c, _) in inertials.items()), bounds.source)

@@ -1,0 +1,95 @@
+"""Plausible inertials (issue 38): the Panda's bounds file, the penalty, the report of each
+parameter against its bounds, and identification that stays inside them."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from diffnea_ros.errors import DiffneaError
+from diffnea_ros.identification import IdentificationConfig, Samples, identify
+from diffnea_ros.model import RigidBodyModel
+from diffnea_ros.plausibility import (INSET, BoundTensors, LinkBounds, PlausibilityBounds,
+                                      bound_penalty, check_plausibility)
+from test_identification import iiwa_path, sine_samples, true_model
+
+
+def test_the_panda_bounds_hold_every_published_link_inside():
+    bounds = PlausibilityBounds.from_yaml()
+    assert {f"panda_link{i}" for i in range(1, 8)} <= set(bounds.links) and "Gaz" in bounds.source
+    for b in bounds.links.values():
+        assert b.mass_min < b.reference < b.mass_max
+        assert np.all(b.com_min < b.com_max)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("source: x\nmass_factor: [1.2, 2]\ncom_margin: 0.05\nlinks: {a: {mass: 1, com: [0, 0, 0]}}", "0 < low"),
+    ("source: x\nmass_factor: [0.5, 2]\ncom_margin: 0.05\nlinks: {a: {mass: 1, com: [0, 0]}}", "com of 3"),
+    ("source: x\nmass_factor: [0.5, 2]\nlinks: {}", "com_margin"),
+])
+def test_a_malformed_bounds_file_is_refused_with_its_name(tmp_path, text, message):
+    path = tmp_path / "b.yaml"
+    path.write_text(text)
+    with pytest.raises(DiffneaError, match=message):
+        PlausibilityBounds.from_yaml(str(path))
+
+
+def box(mass, low=0.5, high=2.0, margin=0.05):
+    return LinkBounds(low * mass, high * mass, np.full(3, -margin), np.full(3, margin), mass)
+
+
+def test_a_parameter_outside_its_bounds_is_reported():
+    bounds = PlausibilityBounds({"a": box(1.0), "b": box(2.0)}, "test")
+    inside = check_plausibility({"a": (1.2, np.zeros(3), np.eye(3)), "b": (3.0, np.zeros(3), np.eye(3))},
+                                bounds)
+    assert inside.plausible and "within its bounds" in inside.format()
+    report = check_plausibility({"a": (2.5, np.zeros(3), np.eye(3)),
+                                 "b": (3.0, np.array([0.0, 0.08, 0.0]), np.eye(3)),
+                                 "c": (99.0, np.zeros(3), np.eye(3))}, bounds)
+    assert not report.plausible
+    lines = report.format().splitlines()
+    assert len(lines) == 2
+    assert "a mass 2.5 kg outside [0.5, 2]" in lines[0] and "b centre of mass" in lines[1]
+    as_dict = {link["name"]: link for link in report.to_dict()["links"]}
+    assert not as_dict["a"]["mass_ok"] and as_dict["a"]["com_ok"]
+    assert as_dict["c"]["bounded"] is False and as_dict["c"]["mass_ok"]      # no bounds: not judged
+
+
+def test_the_penalty_is_zero_inside_and_pushes_back_from_outside():
+    tensors = BoundTensors.of(["a", "free"], PlausibilityBounds({"a": box(1.0)}, "test"))
+    com = torch.zeros(2, 3, dtype=torch.float64)
+    inside = bound_penalty(torch.tensor([1.5, 50.0], dtype=torch.float64), com, tensors)
+    assert inside.item() == 0.0
+    mass = torch.tensor([3.0, 50.0], dtype=torch.float64, requires_grad=True)
+    far = com.clone()
+    far[0, 2] = 0.07
+    far.requires_grad_(True)
+    value = bound_penalty(mass, far, tensors)
+    mass_max, com_max = 2.0 - INSET * 1.5, 0.05 - INSET * 0.1        # the box, inset
+    np.testing.assert_allclose(value.item(), (3.0 - mass_max) ** 2 + ((0.07 - com_max) / 0.01) ** 2)
+    value.backward()
+    assert mass.grad[0] > 0 and mass.grad[1] == 0 and far.grad[0, 2] > 0
+
+
+def test_identification_with_bounds_keeps_every_mass_inside():
+    """Bounds that exclude what identification finds without them (one link's mass must be
+    10-30 % lower): with them every mass ends inside and the fit still explains the torques."""
+    torch.set_num_threads(1)
+    truth = true_model()
+    nominal = RigidBodyModel.from_urdf(iiwa_path())
+    _, q, qd, qdd, tau = sine_samples(truth)
+    samples = Samples.from_arrays(q, qd, qdd, tau)
+    train, heldout = samples.subset(torch.arange(0, 900)), samples.subset(torch.arange(900, len(samples)))
+    config = IdentificationConfig(parametrisation="cov", epochs=40, learning_rate=2e-2, seed=0)
+    free = identify(nominal, train, heldout, config)
+    found = free.dynamics.link_inertials()
+    links = {n: box(m, 0.5, 1.5, 0.2) for n, (m, _, _) in found.items()}
+    squeezed = "lbr_iiwa_link_3"
+    m3 = found[squeezed][0]
+    links[squeezed] = LinkBounds(0.7 * m3, 0.9 * m3, np.full(3, -0.2), np.full(3, 0.2), m3)
+    bounds = PlausibilityBounds(links, "test")
+    assert not check_plausibility(found, bounds).plausible
+    bounded = identify(nominal, train, heldout, dataclasses.replace(config, bounds=bounds))
+    assert bounded.plausibility is not None and bounded.plausibility.plausible, \
+        bounded.plausibility.format()
+    assert np.all(bounded.nmse_heldout_after < 0.5 * bounded.nmse_heldout_before)

@@ -22,9 +22,15 @@ def test_the_panda_bounds_hold_every_published_link_inside():
         assert np.all(b.com_min < b.com_max)
 
 
+HEAD = "source: x\ncom_margin: 0.05\ninertia_factor: [0.2, 5]\n"
+LINK = "inertia: [1, 1, 1, 0, 0, 0]"
+
+
 @pytest.mark.parametrize("text, message", [
-    ("source: x\nmass_factor: [1.2, 2]\ncom_margin: 0.05\nlinks: {a: {mass: 1, com: [0, 0, 0]}}", "0 < low"),
-    ("source: x\nmass_factor: [0.5, 2]\ncom_margin: 0.05\nlinks: {a: {mass: 1, com: [0, 0]}}", "com of 3"),
+    (HEAD + f"mass_factor: [1.2, 2]\nlinks: {{a: {{mass: 1, com: [0, 0, 0], {LINK}}}}}", "0 < low"),
+    (HEAD + f"mass_factor: [0.5, 2]\nlinks: {{a: {{mass: 1, com: [0, 0], {LINK}}}}}", "com of 3"),
+    (HEAD + "mass_factor: [0.5, 2]\nlinks: {a: {mass: 1, com: [0, 0, 0], inertia: [1, 1, -1, 0, 0, 0]}}",
+     "positive definite"),
     ("source: x\nmass_factor: [0.5, 2]\nlinks: {}", "com_margin"),
 ])
 def test_a_malformed_bounds_file_is_refused_with_its_name(tmp_path, text, message):
@@ -34,8 +40,10 @@ def test_a_malformed_bounds_file_is_refused_with_its_name(tmp_path, text, messag
         PlausibilityBounds.from_yaml(str(path))
 
 
-def box(mass, low=0.5, high=2.0, margin=0.05):
-    return LinkBounds(low * mass, high * mass, np.full(3, -margin), np.full(3, margin), mass)
+def box(mass, low=0.5, high=2.0, margin=0.05, moments=(0.0, 0.0, 0.0)):
+    """Bounds about ``mass``; principal moments at least ``moments`` (default: unbounded)."""
+    return LinkBounds(low * mass, high * mass, np.full(3, -margin), np.full(3, margin), mass,
+                      np.array(moments, dtype=float), np.full(3, np.inf))
 
 
 def test_a_parameter_outside_its_bounds_is_reported():
@@ -43,13 +51,16 @@ def test_a_parameter_outside_its_bounds_is_reported():
     inside = check_plausibility({"a": (1.2, np.zeros(3), np.eye(3)), "b": (3.0, np.zeros(3), np.eye(3))},
                                 bounds)
     assert inside.plausible and "within its bounds" in inside.format()
+    bounds.links["d"] = box(1.0, moments=(0.1, 0.1, 0.1))
     report = check_plausibility({"a": (2.5, np.zeros(3), np.eye(3)),
                                  "b": (3.0, np.array([0.0, 0.08, 0.0]), np.eye(3)),
-                                 "c": (99.0, np.zeros(3), np.eye(3))}, bounds)
+                                 "c": (99.0, np.zeros(3), np.eye(3)),
+                                 "d": (1.0, np.zeros(3), np.diag([1e-4, 0.2, 0.2]))}, bounds)
     assert not report.plausible
     lines = report.format().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert "a mass 2.5 kg outside [0.5, 2]" in lines[0] and "b centre of mass" in lines[1]
+    assert "d principal moments [0.0001, 0.2, 0.2]" in lines[2]
     as_dict = {link["name"]: link for link in report.to_dict()["links"]}
     assert not as_dict["a"]["mass_ok"] and as_dict["a"]["com_ok"]
     assert as_dict["c"]["bounded"] is False and as_dict["c"]["mass_ok"]      # no bounds: not judged
@@ -58,17 +69,26 @@ def test_a_parameter_outside_its_bounds_is_reported():
 def test_the_penalty_is_zero_inside_and_pushes_back_from_outside():
     tensors = BoundTensors.of(["a", "free"], PlausibilityBounds({"a": box(1.0)}, "test"))
     com = torch.zeros(2, 3, dtype=torch.float64)
-    inside = bound_penalty(torch.tensor([1.5, 50.0], dtype=torch.float64), com, tensors)
+    inertia = torch.eye(3, dtype=torch.float64).repeat(2, 1, 1)
+    inside = bound_penalty(torch.tensor([1.5, 50.0], dtype=torch.float64), com, inertia, tensors)
     assert inside.item() == 0.0
     mass = torch.tensor([3.0, 50.0], dtype=torch.float64, requires_grad=True)
     far = com.clone()
     far[0, 2] = 0.07
     far.requires_grad_(True)
-    value = bound_penalty(mass, far, tensors)
+    value = bound_penalty(mass, far, inertia, tensors)
     mass_max, com_max = 2.0 - INSET * 1.5, 0.05 - INSET * 0.1        # the box, inset
     np.testing.assert_allclose(value.item(), (3.0 - mass_max) ** 2 + ((0.07 - com_max) / 0.01) ** 2)
     value.backward()
     assert mass.grad[0] > 0 and mass.grad[1] == 0 and far.grad[0, 2] > 0
+    # a principal moment below its bound is pushed up
+    tensors = BoundTensors.of(["a"], PlausibilityBounds({"a": box(1.0, moments=(0.1, 0.1, 0.1))}, "test"))
+    thin = torch.diag(torch.tensor([0.01, 0.2, 0.2], dtype=torch.float64))[None].requires_grad_(True)
+    value = bound_penalty(torch.ones(1, dtype=torch.float64), torch.zeros(1, 3, dtype=torch.float64),
+                          thin, tensors)
+    np.testing.assert_allclose(value.item(), ((0.1 * (1 + INSET) - 0.01) / 0.1) ** 2)
+    value.backward()
+    assert thin.grad[0, 0, 0] < 0            # descent raises the thin moment
 
 
 def test_identification_with_bounds_keeps_every_mass_inside():

@@ -49,6 +49,7 @@ def test_the_json_has_every_stage_with_seven_joints(chain):
     out, _ = chain
     result = json.loads((out / "pipeline.json").read_text())
     assert result["label"] == "reality stand-in"
+    assert result["commit"] and result["command"].startswith("rosrun sim2real_pipeline pipeline")
     assert "identified+realeasy" in result["stages"]
     assert any(n.endswith("+kernels") for n in result["task_stages"])
     for group in ("stages", "task_stages"):

@@ -252,8 +252,8 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
         tensors = BoundTensors.of(dynamics.learnable_links, bounds, model.dtype)
 
         def penalty() -> torch.Tensor:
-            mass, com, _ = dynamics.learned_inertials()
-            return config.bounds_weight * bound_penalty(mass, com, tensors)
+            mass, com, inertia = dynamics.learned_inertials()
+            return config.bounds_weight * bound_penalty(mass, com, inertia, tensors)
     fitted = fit(list(dynamics.parameters()), predict, train,
                  FitConfig(epochs=config.epochs, batch_size=config.batch_size,
                            learning_rate=config.learning_rate, stop_nmse=config.stop_nmse,

@@ -5,6 +5,10 @@ bounds.
 
     P(theta) = sum_links [(relu(m - m_max) + relu(m_min - m)) / m_ref]^2
              + sum_links,axes [(relu(c - c_max) + relu(c_min - c)) / COM_SCALE]^2
+             + sum_links,k [(relu(l_k - l_max,k) + relu(l_min,k - l_k)) / l_ref,k]^2
+
+with l_k the k-th smallest principal moment of the link's inertia about its centre of mass (a
+link far lighter in rotation than a real one makes a simulator's joint controller unstable).
 
 is added to L_ID (paper 002 eq. 2) with a weight; it is 0 inside the bounds (their box shrunk by
 INSET, so that the optimiser's last steps end inside).
@@ -12,7 +16,7 @@ INSET, so that the optimiser's last steps end inside).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
@@ -38,6 +42,8 @@ class LinkBounds:
     com_min: np.ndarray
     com_max: np.ndarray
     reference: float
+    moments_min: np.ndarray = field(default_factory=lambda: np.zeros(3))       # kg m^2, sorted
+    moments_max: np.ndarray = field(default_factory=lambda: np.full(3, np.inf))
 
 
 @dataclass(frozen=True)
@@ -48,21 +54,28 @@ class PlausibilityBounds:
     @classmethod
     def from_yaml(cls, path: str = PANDA_BOUNDS_FILE) -> "PlausibilityBounds":
         """Bounds of the file: ``source``, ``mass_factor: [low, high]`` x each link's published
-        mass, ``com_margin`` [m] about its published centre of mass, ``links: {name: {mass,
-        com}}``. DiffneaError naming the entry for a missing or malformed one."""
+        mass, ``com_margin`` [m] about its published centre of mass, ``inertia_factor: [low,
+        high]`` x its published principal moments, ``links: {name: {mass, com, inertia: [ixx,
+        iyy, izz, ixy, ixz, iyz]}}``. DiffneaError naming the entry for a missing or malformed
+        one."""
         from sim2real_checks import read_yaml
         raw = read_yaml(path, "plausibility bounds", DiffneaError)
         try:
             low, high = (float(v) for v in raw["mass_factor"])
             margin = float(raw["com_margin"])
+            i_low, i_high = (float(v) for v in raw["inertia_factor"])
             links = {}
             for name, spec in raw["links"].items():
                 mass, com = float(spec["mass"]), np.asarray(spec["com"], dtype=float)
-                if not (0.0 < low < 1.0 < high and margin > 0.0 and mass > 0.0 and com.shape == (3,)
-                        and np.all(np.isfinite(com))):
-                    raise ValueError(f"link {name}: needs a positive mass, a com of 3 numbers, "
-                                     f"0 < low < 1 < high and a positive margin")
-                links[str(name)] = LinkBounds(low * mass, high * mass, com - margin, com + margin, mass)
+                moments = principal_moments(np.asarray(spec["inertia"], dtype=float))
+                if not (0.0 < low < 1.0 < high and 0.0 < i_low < 1.0 < i_high and margin > 0.0
+                        and mass > 0.0 and com.shape == (3,) and np.all(np.isfinite(com))
+                        and np.all(moments > 0.0)):
+                    raise ValueError(f"link {name}: needs a positive mass, a com of 3 numbers, a "
+                                     f"positive definite inertia, 0 < low < 1 < high and a "
+                                     f"positive margin")
+                links[str(name)] = LinkBounds(low * mass, high * mass, com - margin, com + margin,
+                                              mass, i_low * moments, i_high * moments)
             return cls(links, str(raw["source"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DiffneaError(f"plausibility bounds {path}: {exc}") from None
@@ -78,6 +91,9 @@ class BoundTensors:
     reference: torch.Tensor
     com_min: torch.Tensor       # (N, 3)
     com_max: torch.Tensor
+    moments_min: torch.Tensor   # (N, 3), sorted
+    moments_max: torch.Tensor
+    moments_reference: torch.Tensor
 
     @classmethod
     def of(cls, names: Sequence[str], bounds: PlausibilityBounds,
@@ -93,15 +109,32 @@ class BoundTensors:
             return b.mass_min + dm, b.mass_max - dm, b.com_min + dc, b.com_max - dc
         return cls(column(lambda b: inset(b)[0], -inf), column(lambda b: inset(b)[1], inf),
                    column(lambda b: b.reference, 1.0),
-                   column(lambda b: inset(b)[2], [-inf] * 3), column(lambda b: inset(b)[3], [inf] * 3))
+                   column(lambda b: inset(b)[2], [-inf] * 3), column(lambda b: inset(b)[3], [inf] * 3),
+                   column(lambda b: b.moments_min * (1.0 + INSET), [0.0] * 3),
+                   column(lambda b: b.moments_max * (1.0 - INSET), [inf] * 3),
+                   column(lambda b: np.where(b.moments_min > 0, b.moments_min, 1.0), [1.0] * 3))
 
 
-def bound_penalty(mass: torch.Tensor, com: torch.Tensor, bounds: BoundTensors) -> torch.Tensor:
-    """P(theta) of the module docstring for masses (N,) and centres of mass (N, 3) in the
-    order ``bounds`` was made for."""
+def principal_moments(inertia: np.ndarray) -> np.ndarray:
+    """Sorted principal moments of (ixx, iyy, izz, ixy, ixz, iyz) or a (3, 3) inertia."""
+    if inertia.shape == (6,):
+        ixx, iyy, izz, ixy, ixz, iyz = inertia
+        inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+        raise ValueError(f"an inertia must be 6 numbers or 3 x 3, got {inertia.shape}")
+    return np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+
+
+def bound_penalty(mass: torch.Tensor, com: torch.Tensor, inertia: torch.Tensor,
+                  bounds: BoundTensors) -> torch.Tensor:
+    """P(theta) of the module docstring for masses (N,), centres of mass (N, 3) and inertias
+    about them (N, 3, 3) in the order ``bounds`` was made for."""
     over = torch.relu(mass - bounds.mass_max) + torch.relu(bounds.mass_min - mass)
     outside = torch.relu(com - bounds.com_max) + torch.relu(bounds.com_min - com)
-    return ((over / bounds.reference) ** 2).sum() + ((outside / COM_SCALE) ** 2).sum()
+    moments = torch.linalg.eigvalsh(0.5 * (inertia + inertia.transpose(-1, -2)))
+    beyond = torch.relu(moments - bounds.moments_max) + torch.relu(bounds.moments_min - moments)
+    return (((over / bounds.reference) ** 2).sum() + ((outside / COM_SCALE) ** 2).sum()
+            + ((beyond / bounds.moments_reference) ** 2).sum())
 
 
 @dataclass(frozen=True)
@@ -109,6 +142,7 @@ class LinkCheck:
     name: str
     mass: float
     com: tuple[float, float, float]
+    moments: tuple[float, float, float]
     bounds: Optional[LinkBounds]
 
     @property
@@ -121,12 +155,27 @@ class LinkCheck:
         return b is None or bool(np.all((np.asarray(self.com) >= b.com_min - 1e-9)
                                         & (np.asarray(self.com) <= b.com_max + 1e-9)))
 
+    @property
+    def moments_ok(self) -> bool:
+        b = self.bounds
+        return b is None or bool(np.all((np.asarray(self.moments) >= b.moments_min * (1 - 1e-9))
+                                        & (np.asarray(self.moments) <= b.moments_max * (1 + 1e-9))))
+
+    @property
+    def ok(self) -> bool:
+        return self.mass_ok and self.com_ok and self.moments_ok
+
     def to_dict(self) -> dict:
         out = {"name": self.name, "mass": self.mass, "com": list(self.com),
-               "mass_ok": self.mass_ok, "com_ok": self.com_ok, "bounded": self.bounds is not None}
+               "principal_moments": list(self.moments), "mass_ok": self.mass_ok,
+               "com_ok": self.com_ok, "moments_ok": self.moments_ok,
+               "bounded": self.bounds is not None}
         if self.bounds is not None:
             out.update(mass_bounds=[self.bounds.mass_min, self.bounds.mass_max],
-                       com_bounds=[self.bounds.com_min.tolist(), self.bounds.com_max.tolist()])
+                       com_bounds=[self.bounds.com_min.tolist(), self.bounds.com_max.tolist()],
+                       moments_bounds=[self.bounds.moments_min.tolist(),
+                                       np.where(np.isfinite(self.bounds.moments_max),
+                                                self.bounds.moments_max, -1.0).tolist()])
         return out
 
 
@@ -137,7 +186,7 @@ class PlausibilityReport:
 
     @property
     def plausible(self) -> bool:
-        return all(c.mass_ok and c.com_ok for c in self.links)
+        return all(c.ok for c in self.links)
 
     def to_dict(self) -> dict:
         return {"plausible": self.plausible, "source": self.source,
@@ -145,10 +194,11 @@ class PlausibilityReport:
 
     def format(self) -> str:
         """One line per link outside its bounds, or that all are inside."""
-        bad = [c for c in self.links if not (c.mass_ok and c.com_ok)]
+        bad = [c for c in self.links if not c.ok]
         if not bad:
             bounded = sum(c.bounds is not None for c in self.links)
-            return f"plausible: every mass and centre of mass of the {bounded} bounded links within its bounds"
+            return (f"plausible: every mass, centre of mass and principal moment of the {bounded} "
+                    f"bounded links within its bounds")
         lines = []
         for c in bad:
             b = c.bounds
@@ -159,6 +209,11 @@ class PlausibilityReport:
             if not c.com_ok:
                 lines.append(f"implausible: {c.name} centre of mass {np.round(c.com, 4).tolist()} m "
                              f"outside [{np.round(b.com_min, 4).tolist()}, {np.round(b.com_max, 4).tolist()}]")
+            if not c.moments_ok:
+                lines.append(f"implausible: {c.name} principal moments "
+                             f"{[float(f'{v:.3g}') for v in c.moments]} kg m^2 outside "
+                             f"[{[float(f'{v:.3g}') for v in b.moments_min]}, "
+                             f"{[float(f'{v:.3g}') for v in b.moments_max]}]")
         return "\n".join(lines)
 
 
@@ -166,5 +221,7 @@ def check_plausibility(inertials: Mapping[str, tuple], bounds: PlausibilityBound
     """Each link of ``inertials`` (name -> (mass, com, inertia), as ``link_inertials()``)
     against ``bounds``."""
     return PlausibilityReport(tuple(
-        LinkCheck(name, float(m), tuple(float(v) for v in np.asarray(c)), bounds.links.get(name))
-        for name, (m, c, _) in inertials.items()), bounds.source)
+        LinkCheck(name, float(m), tuple(float(v) for v in np.asarray(c)),
+                  tuple(float(v) for v in principal_moments(np.asarray(i, dtype=float))),
+                  bounds.links.get(name))
+        for name, (m, c, i) in inertials.items()), bounds.source)

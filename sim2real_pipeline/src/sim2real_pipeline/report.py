@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from sim2real_pipeline.evaluation import KEYS, ratios
-from sim2real_checks import save_figure
+from sim2real_checks import provenance, save_figure
 
 UNITS = {"position_mse": "rad²", "velocity_mse": "(rad/s)²", "torque_mse": "(N m)²"}
 QUANTITY = {"position_mse": "position", "velocity_mse": "velocity", "torque_mse": "torque"}
@@ -67,6 +67,7 @@ def write_report(out: str, evaluation: Mapping[str, Any], files: Mapping[str, st
     test, task_test = random["test"]["errors"], tasks["test"]["errors"]
     simulator = evaluation.get("simulator", "pybullet")
     result = {
+        **provenance("rosrun sim2real_pipeline pipeline"),    # the commit and command measured
         "label": label,
         "simulator": simulator,
         "stages": test,

@@ -157,9 +157,10 @@ def predictor_nmse(predict: Predictor, samples: Samples, chunk: int = 2048) -> n
 
 def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Samples,
         config: FitConfig = FitConfig(), progress: Optional[Progress] = None,
-        penalty: Optional[Callable[[], torch.Tensor]] = None) -> FitResult:
-    """Adam on L_ID = mean over a batch of ||tau - f(q, qd, qdd)||² (eq. 2), plus ``penalty()``
-    when given (plausibility.py), for ``parameters``:
+        penalty: Optional[Callable[[float], torch.Tensor]] = None) -> FitResult:
+    """Adam on L_ID = mean over a batch of ||tau - f(q, qd, qdd)||² (eq. 2), plus
+    ``penalty(progress)`` when given (plausibility.py; progress = epoch / epochs, in (0, 1]),
+    for ``parameters``:
     shuffled batches (``shuffle=False``: in the data's order; online: sequential batches of 256,
     the NMSE on all samples after each),
     the training NMSE of every joint after each epoch, stop at <= ``stop_nmse`` (0 epochs when
@@ -188,7 +189,7 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
             optimiser.zero_grad(set_to_none=True)
             loss = ((predict(index) - samples.tau[index]) ** 2).sum(dim=1).mean()
             if penalty is not None:
-                loss = loss + penalty()
+                loss = loss + penalty(epoch / config.epochs)
             if not torch.isfinite(loss):
                 diverged = True   # back to the last parameters with a finite loss
                 with torch.no_grad():
@@ -251,9 +252,13 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     if bounds is not None:
         tensors = BoundTensors.of(dynamics.learnable_links, bounds, model.dtype)
 
-        def penalty() -> torch.Tensor:
+        def penalty(progress: float) -> torch.Tensor:
+            """The weight grows geometrically from 1e-3 x to 1 x bounds_weight over the
+            epochs (a continuation, as penalty methods raise theirs): the fit first finds the
+            torques, then moves into the bounds, instead of a stiff penalty shaking it."""
             mass, com, inertia = dynamics.learned_inertials()
-            return config.bounds_weight * bound_penalty(mass, com, inertia, tensors)
+            weight = config.bounds_weight * 10.0 ** (-3.0 * (1.0 - progress))
+            return weight * bound_penalty(mass, com, inertia, tensors)
     fitted = fit(list(dynamics.parameters()), predict, train,
                  FitConfig(epochs=config.epochs, batch_size=config.batch_size,
                            learning_rate=config.learning_rate, stop_nmse=config.stop_nmse,

@@ -50,6 +50,15 @@ def sine_samples(model: RigidBodyModel, seconds: float = 12.0, rate: float = 100
     return t, q, qd, qdd, tau
 
 
+def nominal_and_truth_samples() -> tuple[RigidBodyModel, Samples, Samples]:
+    """The iiwa's URDF model and the true model's sine-tracking samples, split 900 / rest."""
+    torch.set_num_threads(1)
+    _, q, qd, qdd, tau = sine_samples(true_model())
+    samples = Samples.from_arrays(q, qd, qdd, tau)
+    return (RigidBodyModel.from_urdf(iiwa_path()), samples.subset(torch.arange(0, 900)),
+            samples.subset(torch.arange(900, len(samples))))
+
+
 def test_learnable_dynamics_starts_at_the_urdf():
     model = RigidBodyModel.from_urdf(iiwa_path())
     dynamics = LearnableDynamics(model, "cov", friction=True)
@@ -64,12 +73,7 @@ def test_learnable_dynamics_starts_at_the_urdf():
 
 @pytest.mark.parametrize("kind", ["spd", "tri", "cov"])
 def test_identification_recovers_the_dynamics(kind):
-    torch.set_num_threads(1)
-    truth = true_model()
-    nominal = RigidBodyModel.from_urdf(iiwa_path())
-    _, q, qd, qdd, tau = sine_samples(truth)
-    samples = Samples.from_arrays(q, qd, qdd, tau)
-    train, heldout = samples.subset(torch.arange(0, 900)), samples.subset(torch.arange(900, len(samples)))
+    nominal, train, heldout = nominal_and_truth_samples()
     config = IdentificationConfig(parametrisation=kind, epochs=40, learning_rate=2e-2, seed=0)
     result = identify(nominal, train, heldout, config)
     if kind == "spd":   # SPD guarantees a positive definite inertia, not the triangle inequality

@@ -7,11 +7,10 @@ import pytest
 import torch
 
 from diffnea_ros.errors import DiffneaError
-from diffnea_ros.identification import IdentificationConfig, Samples, identify
-from diffnea_ros.model import RigidBodyModel
+from diffnea_ros.identification import IdentificationConfig, identify
 from diffnea_ros.plausibility import (INSET, BoundTensors, LinkBounds, PlausibilityBounds,
                                       bound_penalty, check_plausibility)
-from test_identification import iiwa_path, sine_samples, true_model
+from test_identification import nominal_and_truth_samples
 
 
 def test_the_panda_bounds_hold_every_published_link_inside():
@@ -94,12 +93,7 @@ def test_the_penalty_is_zero_inside_and_pushes_back_from_outside():
 def test_identification_with_bounds_keeps_every_mass_inside():
     """Bounds that exclude what identification finds without them (one link's mass must be
     10-30 % lower): with them every mass ends inside and the fit still explains the torques."""
-    torch.set_num_threads(1)
-    truth = true_model()
-    nominal = RigidBodyModel.from_urdf(iiwa_path())
-    _, q, qd, qdd, tau = sine_samples(truth)
-    samples = Samples.from_arrays(q, qd, qdd, tau)
-    train, heldout = samples.subset(torch.arange(0, 900)), samples.subset(torch.arange(900, len(samples)))
+    nominal, train, heldout = nominal_and_truth_samples()
     config = IdentificationConfig(parametrisation="cov", epochs=40, learning_rate=2e-2, seed=0)
     free = identify(nominal, train, heldout, config)
     found = free.dynamics.link_inertials()

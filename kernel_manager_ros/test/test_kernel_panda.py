@@ -72,7 +72,11 @@ def test_histories_from_a_pair_bag(trajectories):
     # the action is the commanded position at the step's time
     np.testing.assert_allclose(h_phy.actions[first][5], tr.command.sample(tr.real.t[5] - tr.start)[0])
     assert np.all(h_sim.rewards <= 0.0)
-    assert np.abs(h_sim.states - h_phy.states[:len(h_sim)]).max() > 1e-3   # there is a gap
+    # there is a gap (the first episode's common samples: the stand-in's stamps jitter as a
+    # robot's, so an episode's window can hold one sample more or less on either side)
+    s_first = h_sim.episodes == h_sim.episodes[0]
+    n = min(int(s_first.sum()), int(first.sum()))
+    assert np.abs(h_sim.states[s_first][:n] - h_phy.states[first][:n]).max() > 1e-3
     coarse, _ = histories(trajectories, LAYOUT, 0.1)
     assert len(h_sim) / len(coarse) == pytest.approx(10, rel=0.1)
 

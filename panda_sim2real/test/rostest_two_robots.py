@@ -72,7 +72,10 @@ class TwoRobots(unittest.TestCase):
             msgs = [m for m in self.rec[ns].since(t0) if m.header.stamp.to_sec() <= t0 + 2.0]
             stamps = np.array([m.header.stamp.to_sec() for m in msgs])
             periods = np.diff(stamps)
-            self.assertAlmostEqual(float(np.median(periods)), 1.0 / rate, places=5, msg=ns)
+            # the stand-in's stamps jitter by up to 0.4 ms, as a robot's (issue 38): its median
+            # period is exact to a few tens of microseconds, the simulator's to 10 us
+            self.assertAlmostEqual(float(np.median(periods)), 1.0 / rate,
+                                   delta=1e-5 if ns == "sim" else 1e-4, msg=ns)
             self.assertLess(float(periods.max()), 1.5 / rate, msg=f"{ns}: gap in the stream")
             self.assertGreaterEqual(len(msgs), int(1.9 * rate), msg=ns)
             m = msgs[-1]

@@ -1,5 +1,6 @@
 """The stand-in's unmodelled effects (issue 38): each one's statistics match its configuration,
-and with the block off the stand-in is the one before, bit for bit."""
+and with the block off the stand-in is the one before: bit for bit on the CPU that recorded the
+trace, to the last bits elsewhere (numpy's vector kernels differ across CPUs by an ulp)."""
 import copy
 import dataclasses
 import os
@@ -45,9 +46,10 @@ def run_reference_moves(config):
     return np.array(rows)
 
 
-def test_without_the_block_the_stand_in_is_the_one_before_issue_38_bit_for_bit():
+def test_without_the_block_the_stand_in_is_the_one_before_issue_38_to_the_last_bits():
     rows = run_reference_moves(dataclasses.replace(REAL, unmodelled=None))
-    np.testing.assert_array_equal(rows, np.load(TRACE)["trace"])
+    # 1e-13 is a few ulp of the readings (up to ~50 N m); any effect left on moves them by >1e-4
+    np.testing.assert_allclose(rows, np.load(TRACE)["trace"], rtol=1e-13, atol=1e-13)
 
 
 def test_with_the_block_the_readings_differ_and_stay_finite():

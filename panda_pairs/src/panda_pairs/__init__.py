@@ -7,7 +7,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "bag_set": ["BagSet", "resolve_bags"],
     "collection": ["CollectionRequest", "CollectionResult", "load_simulator", "run_collection"],
     "data_source": ["load_dataset"],
-    "dataset": ["Dataset", "SPLITS", "assign_splits"],
+    "dataset": ["Dataset", "SPLITS", "assign_splits", "check_fractions"],
     "errors": ["BagError"],
     "gap_report": ["gap_statistics", "plot_torque_panels"],
     "joint_state_bag": ["BAG_READ_ERRORS", "BagFile", "JointStates", "read_joint_states", "unreadable_bag"],

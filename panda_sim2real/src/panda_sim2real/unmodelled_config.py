@@ -107,8 +107,8 @@ class UnmodelledEffects:
 
     @property
     def acts_on_links(self) -> bool:
-        return any(b is not None for b in (self.stribeck, self.load_friction, self.harmonic_drive,
-                                           self.cables)) or self.thermal_drift is not None
+        return any(b is not None for b in (self.stribeck, self.load_friction, self.thermal_drift,
+                                           self.harmonic_drive, self.cables))
 
     @property
     def acts_on_sensors(self) -> bool:

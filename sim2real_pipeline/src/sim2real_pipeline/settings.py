@@ -80,10 +80,12 @@ class PipelineSettings:
         if not (0.0 < self.task_train < 1.0 and 0.0 < self.task_validation < 1.0
                 and self.task_train + self.task_validation < 1.0):
             raise bad("task_split train and validation must be in (0, 1) with a sum below 1")
-        split = self.random_split
-        if len(split) != 3 or min(split) <= 0.0 or abs(sum(split) - 1.0) > 1e-9:
-            raise bad(f"random_split train, validation and test must be positive with a sum "
-                      f"of 1, got {list(split)}")
+        from panda_pairs import check_fractions
+        from panda_sim2real import PandaError
+        try:
+            check_fractions(self.random_split)
+        except PandaError as exc:
+            raise bad(f"random_split: {exc}") from None
         for name in ("train_minutes", "identified_physics_rate"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0.0):

@@ -155,7 +155,7 @@ def test_bad_npz_contents(tmp_path):
     with pytest.raises(DataError, match="3 joint columns and no joint_names"):
         load_npz(path, NAMES + ["j4"])
     with pytest.raises(DataError, match="unsupported data file"):
-        load_data(str(tmp_path / "d.csv"), NAMES)
+        load_data(str(tmp_path / "d.txt"), NAMES)
 
 
 def test_non_finite_rows_and_short_segments_are_dropped_and_counted(tmp_path):

@@ -25,9 +25,14 @@ import numpy as np
 from diffnea_ros.acceleration import (DEFAULT_GAP_PERIODS, DEFAULT_POLYORDER,
                                       DEFAULT_WINDOW_SECONDS, sample_period, savgol_derivatives,
                                       segment_starts, window_length)
+from diffnea_ros.csv_log import read_csv
 from diffnea_ros.errors import DataError
 
 DEFAULT_TOPIC = "/real/joint_states"   # the "real" side of panda_pairs' pair bags
+#: The JointState topics a bag is searched for when no topic is given, in this order: a pair
+#: bag's robot side, franka_ros' franka_state_controller (panda_joint1..7, effort = tau_J), and
+#: the merged /joint_states of robot_state_publisher set-ups (fingers included, locked if absent).
+JOINT_STATE_TOPICS = (DEFAULT_TOPIC, "/franka_state_controller/joint_states", "/joint_states")
 GAP_PERIODS = DEFAULT_GAP_PERIODS      # a stamp gap of more than 5 periods ends a segment
 # Identifiability (check_identifiable): at least MIN_SAMPLES samples (2 s at 100 Hz; each sample
 # gives one equation per joint, a 7-link arm has 7 x 10 inertial parameters + 7 dampings), and
@@ -245,7 +250,25 @@ def load_npz(path: str, joint_names_expected: Optional[Sequence[str]] = None,
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise DataError(f"cannot read {path}: not a valid .npz of numeric arrays ({detail}); "
                         f"save it with numpy.savez(path, t=..., q=..., qd=..., tau=...)") from None
-    source = f"npz {path}"
+    return _from_arrays(arrays, path, f"npz {path}", joint_names_expected, window_seconds, polyorder)
+
+
+def load_csv(path: str, joint_names_expected: Optional[Sequence[str]] = None,
+             window_seconds: float = DEFAULT_WINDOW_SECONDS,
+             polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
+    """Identification data from a CSV log with per-sample stamps (:mod:`diffnea_ros.csv_log`:
+    plain ``t, q_<joint>, [qd_<joint>,] tau_<joint>`` columns, or ``rostopic echo -p`` of a
+    JointState topic), columns mapped by joint name as :func:`load_npz` does."""
+    if not os.path.isfile(path):
+        raise DataError(f"data file not found: {path}")
+    return _from_arrays(read_csv(path), path, f"csv {path}", joint_names_expected,
+                        window_seconds, polyorder)
+
+
+def _from_arrays(arrays: Mapping[str, np.ndarray], path: str, source: str,
+                 joint_names_expected: Optional[Sequence[str]], window_seconds: float,
+                 polyorder: int) -> IdentificationData:
+    """The checks and column mapping of :func:`load_npz` on arrays read from ``path``."""
     missing = [k for k in ("q", "tau") if k not in arrays]
     if "t" not in arrays and "rate" not in arrays:
         missing.append("t or rate")
@@ -293,11 +316,29 @@ def load_npz(path: str, joint_names_expected: Optional[Sequence[str]] = None,
     return _assemble(t, q, qd, tau, qdd, segment, names, source, {}, window_seconds, polyorder)
 
 
-def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequence[str]] = None,
+def bag_topic(path: str, topic: Optional[str] = None) -> str:
+    """``topic``, or the first of :data:`JOINT_STATE_TOPICS` the bag holds as JointState."""
+    if topic:
+        return topic
+    from panda_pairs import BagError, BagFile
+    try:
+        with BagFile(path) as bag:
+            held = {name for name, kind in bag.topics.items() if kind == "sensor_msgs/JointState"}
+    except BagError as exc:
+        raise DataError(str(exc)) from None
+    for candidate in JOINT_STATE_TOPICS:
+        if candidate in held:
+            return candidate
+    raise DataError(f"bag {path} has none of the JointState topics {', '.join(JOINT_STATE_TOPICS)} "
+                    f"(it has {', '.join(sorted(held)) or 'none'}); give --topic")
+
+
+def load_bag(path: str, topic: Optional[str] = None, joint_names: Optional[Sequence[str]] = None,
              window_seconds: float = DEFAULT_WINDOW_SECONDS,
              polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
-    """Identification data from the sensor_msgs/JointState messages of ``topic`` in a bag, read
-    by panda_pairs' reader (:func:`panda_pairs.joint_state_bag.read_joint_states`).
+    """Identification data from the sensor_msgs/JointState messages of ``topic`` in a bag
+    (default: :func:`bag_topic`), read by panda_pairs' reader
+    (:func:`panda_pairs.joint_state_bag.read_joint_states`).
 
     Joints are mapped by name to ``joint_names`` (default: the joints present in every message,
     in the order of the first); stamps are the header stamps; an empty velocity field means
@@ -307,6 +348,7 @@ def load_bag(path: str, topic: str = DEFAULT_TOPIC, joint_names: Optional[Sequen
     """
     from panda_pairs import BagError
     from panda_pairs import read_joint_states
+    topic = bag_topic(path, topic)
     try:
         states = read_joint_states(path, topic, None if joint_names is None
                                    else [str(n) for n in joint_names], require_velocity=False)
@@ -350,19 +392,21 @@ def load_pairs(path: str, trajectory_ids: Optional[Sequence[int]] = None,
 
 
 def load_data(path: str, joint_names: Optional[Sequence[str]] = None,
-              topic: str = DEFAULT_TOPIC, window_seconds: float = DEFAULT_WINDOW_SECONDS,
+              topic: Optional[str] = None, window_seconds: float = DEFAULT_WINDOW_SECONDS,
               polyorder: int = DEFAULT_POLYORDER) -> IdentificationData:
-    """Load ``path`` by its extension: .bag (:func:`load_bag`, ``topic``) or .npz
-    (:func:`load_npz`), with columns in the order of ``joint_names`` (the URDF's movable joints)."""
+    """Load ``path`` by its extension: .bag (:func:`load_bag`, ``topic``), .npz
+    (:func:`load_npz`) or .csv (:func:`load_csv`), with columns in the order of ``joint_names``
+    (the URDF's movable joints)."""
+    loaders = {".bag": lambda: load_bag(path, topic, joint_names, window_seconds, polyorder),
+               ".npz": lambda: load_npz(path, joint_names, window_seconds, polyorder),
+               ".csv": lambda: load_csv(path, joint_names, window_seconds, polyorder)}
     extension = os.path.splitext(path)[1].lower()
-    if extension not in (".bag", ".npz"):
-        raise DataError(f"unsupported data file {path}: give a .bag (rosbag of JointState) or "
-                        f".npz (arrays t, q, qd, tau)")
+    if extension not in loaders:
+        raise DataError(f"unsupported data file {path}: give a .bag (rosbag of JointState), an "
+                        f".npz (arrays t, q, qd, tau) or a .csv (columns t, q_<joint>, tau_<joint>)")
     if not os.path.isfile(path):
         raise DataError(f"data file not found: {path}")
-    if extension == ".bag":
-        return load_bag(path, topic, joint_names, window_seconds, polyorder)
-    return load_npz(path, joint_names, window_seconds, polyorder)
+    return loaders[extension]()
 
 
 def check_identifiable(data: IdentificationData, min_samples: int = MIN_SAMPLES,

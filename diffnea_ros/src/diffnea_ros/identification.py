@@ -17,11 +17,10 @@ import torch
 
 from diffnea_ros.consistency import ConsistencyReport, check_consistency
 from diffnea_ros.errors import DataError
-from diffnea_ros.learnable import LearnableDynamics, RegressorCache, default_learnable_links
+from diffnea_ros.learnable import LearnableDynamics, RegressorCache
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.plausibility import (BoundTensors, PlausibilityBounds, PlausibilityReport, bound_penalty,
-                                      check_plausibility, project_into_bounds)
-from diffnea_ros.urdf import with_inertials
+                                      check_plausibility)
 
 ONLINE_BATCH = 256   # paper 002 §4.1.2
 Progress = Callable[[Iterable], Iterable]
@@ -227,19 +226,6 @@ def consistency_of(dynamics: LearnableDynamics) -> ConsistencyReport:
                              inertials.inertia[index].detach(), names=list(dynamics.learnable_links))
 
 
-def inside_bounds(model: RigidBodyModel, links: Iterable[str], bounds: PlausibilityBounds) -> RigidBodyModel:
-    """``model`` with the inertials of each bounded link of ``links`` moved into its bounds
-    (:func:`~diffnea_ros.plausibility.project_into_bounds`): where the fit starts."""
-    mass, com, inertia = (x.detach().cpu().numpy().copy() for x in (
-        model.nominal_mass, model.nominal_com, model.nominal_inertia))
-    for name in links:
-        if name in bounds.links:
-            i = model.body_names.index(name)
-            mass[i], com[i], inertia[i] = project_into_bounds(mass[i], com[i], inertia[i], bounds.links[name])
-    return RigidBodyModel(with_inertials(model.description, mass, com, inertia),
-                          tuple(model.gravity.detach().cpu().numpy().tolist()), model.dtype)
-
-
 def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] = None,
              config: IdentificationConfig = IdentificationConfig(),
              progress: Optional[Progress] = None) -> IdentificationResult:
@@ -254,20 +240,13 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     if train.q.dtype != model.dtype:
         raise DataError(f"samples are {train.q.dtype} but the model is {model.dtype}; "
                         f"convert one of them")
-    start = (inside_bounds(model, config.learnable_links or default_learnable_links(model), config.bounds)
-             if config.bounds is not None else model)
-    dynamics = LearnableDynamics(start, config.parametrisation, config.learnable_links,
+    dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
                                  friction=config.friction, offset=config.offset)
     predict = (diffnea_predictor(dynamics, train) if config.use_regressor
                else module_predictor(dynamics, train))
     held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
                   if config.use_regressor and heldout is not None else None)
-    # "before" is the given model's, also when the fit starts from its inertials moved into bounds
-    nominal = (LearnableDynamics(model, config.parametrisation, config.learnable_links,
-                                 friction=config.friction, offset=config.offset)
-               if start is not model else None)
-    before_heldout = (evaluate_nmse(nominal or dynamics, heldout, cache=None if nominal else held_cache)
-                      if heldout is not None else None)
+    before_heldout = evaluate_nmse(dynamics, heldout, cache=held_cache) if heldout is not None else None
     bounds = config.bounds
     penalty = None
     if bounds is not None:
@@ -286,8 +265,7 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
                            online=config.online, seed=config.seed, max_minutes=config.max_minutes),
                  progress, penalty)
     return IdentificationResult(
-        dynamics=dynamics, config=config,
-        nmse_train_before=evaluate_nmse(nominal, train) if nominal is not None else fitted.nmse_before,
+        dynamics=dynamics, config=config, nmse_train_before=fitted.nmse_before,
         nmse_train_after=fitted.nmse_after, nmse_heldout_before=before_heldout,
         nmse_heldout_after=(evaluate_nmse(dynamics, heldout, cache=held_cache)
                             if heldout is not None else None),

@@ -154,8 +154,8 @@ def _clock_grid(t: np.ndarray, dt: float, iterations: int = 8) -> Optional[tuple
     Without dropped samples the grid is the sample index, and the stamps may jitter by up to a
     period (a dropped sample would shift the jitter's mean by a period); with drops, the grid is
     the steps rounded by a tracker of the clock, then the stamps rounded to the clock fitted on
-them until stable, and the jitter must stay below
-    ``MAX_JITTER`` periods for the rounding to be right."""
+    them until stable, and the jitter must stay below ``MAX_JITTER`` periods for the rounding to
+    be right."""
     t = t - t[0]     # a clock's epoch (1.7e9 s) would cost the fit its precision
     k = np.arange(t.shape[0], dtype=np.float64)
     fit = _clock_fit(t, k, 1.0)

@@ -97,20 +97,25 @@ class CommandTimeout(unittest.TestCase):
                 with self.lock:
                     self.status = {kv.key: kv.value for kv in status.values}
 
+    def _settled(self, commands):
+        """Whether more than ``commands`` torque commands have come, the simulator's last word
+        is that it is not holding, its lines are at least a second old and the status
+        (published about once a second) counts a hold for each ``holding the joints`` WARN
+        line."""
+        with self.lock:
+            quiet = not self.lines or time.monotonic() - self.lines[-1][0] > 1.2
+            announced = sum(level == Log.WARN and "holding the joints" in text
+                            for _, level, text in self.lines)
+            return (len(self.commands) > commands and self.status.get("holding") == "False"
+                    and self.status.get("holds") == str(announced)
+                    and quiet and (not self.lines or self.lines[-1][1] == Log.INFO))
+
     def test_killed_controller_hold_and_takeover(self):
         # the controller runs (its first commands can come seconds after the simulator's start)
-        # and the simulator's last word is that it is not holding (a stall of the starting
-        # controller under load can cause a short hold: its lines are at least a second old,
-        # and the status, published about once a second, has counted it)
-        def settled():
-            with self.lock:
-                quiet = not self.lines or time.monotonic() - self.lines[-1][0] > 1.2
-                announced = sum(level == Log.WARN and "holding the joints" in text
-                                for _, level, text in self.lines)
-                return (len(self.commands) > 200 and self.status.get("holding") == "False"
-                        and self.status.get("holds") == str(announced)
-                        and quiet and (not self.lines or self.lines[-1][1] == Log.INFO))
-        self.assertTrue(wait_for(settled, 90), f"no steady torque commands: {self.lines}")
+        # and the simulator is not holding (a stall of the starting controller under load can
+        # cause a short hold, counted like any other)
+        self.assertTrue(wait_for(lambda: self._settled(200), 90),
+                        f"no steady torque commands: {self.lines}")
         # it runs with the hyperparameters controller.launch loaded as the mapping ~params
         # (<rosparam ns="params">, test/cpc_params.yaml); a bad one would have stopped it
         params = rospy.get_param(f"{CONTROLLER}/params")
@@ -190,8 +195,17 @@ class CommandTimeout(unittest.TestCase):
         with self.lock:
             back = [text for t, level, text in self.lines if t > killed and level == Log.INFO]
         self.assertIn("commands are back", back[0])
-        self.assertTrue(wait_for(lambda: self.status.get("holding") == "False", 5), self.status)
-        self.assertEqual(int(self.status.get("holds")), holds_before + 1, self.status)
+        # the hold ended and /diagnostics counted it. The respawned controller, starting under
+        # load, may stall once more past the timeout: such a hold is announced by a WARN line
+        # of its own, and the count must match the lines (ours is the first after the kill)
+        commands = len(self.commands)
+        self.assertTrue(wait_for(lambda: self._settled(commands + 200), 30),
+                        f"{self.status}, {self.lines}")
+        with self.lock:
+            holds = int(self.status["holds"]) - holds_before
+            later = sum(level == Log.WARN and t > killed for t, level, _ in self.lines)
+        self.assertGreaterEqual(holds, 1, self.status)
+        self.assertEqual(holds, later, self.status)
 
 
 if __name__ == "__main__":

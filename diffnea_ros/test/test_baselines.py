@@ -268,3 +268,54 @@ def test_from_the_l4dc_start_a_constrained_parametrisation_learns_in_fewer_epoch
         return result.epochs_to_threshold
 
     assert epochs("cov") < epochs("nostr")
+
+
+def test_keep_best_ends_on_the_epoch_with_the_lowest_final_objective(arm, samples):
+    """A penalty that pulls every parameter 5 away from its start in the second half of the
+    training (and is 0 at progress 1, in the final objective) makes the later epochs worse: the
+    kept parameters are those of the lowest final objective (the start included), their NMSE the
+    one recorded for that epoch; without keep_best the last epoch's stay."""
+    results = {}
+    for keep in (True, False):
+        dynamics = randomise_dynamics(LearnableDynamics(arm, "cov"), 0)
+        parameters = list(dynamics.parameters())
+        away = [p.detach() + 5.0 for p in parameters]
+
+        def pull(progress: float) -> torch.Tensor:
+            weight = 1e3 if 0.5 < progress < 1.0 else 0.0
+            return weight * sum(((p - a) ** 2).sum() for p, a in zip(parameters, away))
+        results[keep] = fit(parameters, diffnea_predictor(dynamics, samples), samples,
+                            FitConfig(epochs=8, batch_size=64, stop_nmse=None, keep_best=keep), None, pull)
+    kept, last = results[True], results[False]
+    objectives = [h["objective"] for h in kept.history]
+    assert [h["objective"] for h in last.history] == objectives   # the same run
+    start = randomise_dynamics(LearnableDynamics(arm, "cov"), 0)
+    start_objective = float(((diffnea_predictor(start, samples)(torch.arange(len(samples))).detach()
+                              - samples.tau) ** 2).sum(dim=1).mean())
+    best = min(range(len(objectives) + 1),
+               key=lambda e: start_objective if e == 0 else objectives[e - 1])
+    assert 0 < best < len(objectives), objectives    # the test needs a best epoch before the last
+    assert kept.kept_epoch == best, objectives
+    np.testing.assert_allclose(kept.nmse_after, kept.history[best - 1]["train_nmse"], rtol=1e-12)
+    np.testing.assert_allclose(last.nmse_after, last.history[-1]["train_nmse"], rtol=1e-12)
+    assert last.kept_epoch == len(objectives)
+
+
+def test_lr_decay_shrinks_the_last_epochs_steps(arm, samples):
+    """With lr_decay the rate falls along a cosine to lr_decay x learning_rate in the last epoch:
+    Adam's steps, about the rate each, move the parameters about that much less."""
+    def moves(decay: float) -> list[float]:
+        dynamics = randomise_dynamics(LearnableDynamics(arm, "cov"), 0)
+        snapshots = []
+
+        def progress(epochs):
+            for epoch in epochs:
+                snapshots.append(torch.cat([p.detach().flatten().clone() for p in dynamics.parameters()]))
+                yield epoch
+            snapshots.append(torch.cat([p.detach().flatten().clone() for p in dynamics.parameters()]))
+        fit(list(dynamics.parameters()), diffnea_predictor(dynamics, samples), samples,
+            FitConfig(epochs=3, batch_size=64, stop_nmse=None, lr_decay=decay), progress)
+        return [float((b - a).abs().max()) for a, b in zip(snapshots, snapshots[1:])]
+    constant, decayed = moves(1.0), moves(1e-3)
+    assert decayed[0] == constant[0]                      # the first epoch at the full rate
+    assert decayed[2] < 0.01 * constant[2]                # the last at 1e-3 x it

@@ -169,6 +169,22 @@ def test_identify_tool_bad_input(tmp_path, case, message):
     assert not (tmp_path / "o.urdf").exists()
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("--lr-decay", "0", "--lr-decay must be in (0, 1]"), ("--lr-decay", "1.5", "--lr-decay must be in (0, 1]"),
+    ("--lr-decay", "nan", "--lr-decay must be in (0, 1]"),
+    ("--prior-weights", "0,-1", "weights must be comma-separated numbers >= 0"),
+    ("--prior-weights", "0,x", "weights must be comma-separated numbers >= 0"),
+    ("--prior", "missing.yaml", "prior"),
+])
+def test_identify_tool_refuses_bad_fit_options(tmp_path, option, value, message):
+    write_npz(tmp_path / "data.npz")
+    result = run_identify("--data", str(tmp_path / "data.npz"), "--urdf", iiwa_path(), "--out",
+                          str(tmp_path / "o.urdf"), option, value, "--quiet")
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert result.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "o.urdf").exists()
+
+
 def test_a_diverging_run_stops_with_the_last_finite_parameters():
     truth = true_model()
     _, q, qd, qdd, tau = sine_samples(truth, seconds=3.0)
@@ -197,12 +213,17 @@ def test_identify_tool_on_a_pair_bag_writes_the_simulators_config(tmp_path):
     train = {int(t) for t, s in zip(split.trajectory_ids, split.split) if s == "train"}
     out, sim, report = tmp_path / "id.urdf", tmp_path / "sim.yaml", tmp_path / "id.json"
     result = run_identify("--pairs", bag, "--split-from", dataset, "--urdf", nominal_urdf_path(),
-                          "--epochs", "2", "--offset", "--physics-rate", "2000", "--out", str(out),
+                          "--epochs", "2", "--offset", "--physics-rate", "2000", "--prior", "nominal",
+                          "--prior-weights", "0,0.01", "--out", str(out),
                           "--sim-config", str(sim), "--json", str(report), "--quiet")
     assert result.returncode == 0, result.stderr
     figures = json.loads(report.read_text())
     assert figures["trajectory_ids"] == sorted(train) and figures["physics_rate"] == 2000
     assert figures["trajectories"] == len(train) and figures["label"] == "reality stand-in"
+    assert 0 <= figures["kept_epoch"] <= figures["epochs"] == 2
+    prior = figures["prior"]
+    assert prior["weights"] == [0.0, 0.01] and prior["chosen"] in prior["weights"]
+    assert np.mean(figures["nmse_heldout_after"]) == pytest.approx(min(prior["heldout_nmse_mean"]))
     config = RobotConfig.from_yaml(str(sim))
     assert config.urdf == str(out) and config.physics_rate == 2000
     assert config.label == "simulation (identified)"

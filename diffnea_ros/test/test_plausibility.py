@@ -7,9 +7,11 @@ import pytest
 import torch
 
 from diffnea_ros.errors import DiffneaError
-from diffnea_ros.identification import IdentificationConfig, identify
+from diffnea_ros.identification import IdentificationConfig, evaluate_nmse, identify, inside_bounds
+from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.plausibility import (INSET, BoundTensors, LinkBounds, PlausibilityBounds,
-                                      bound_penalty, check_plausibility)
+                                      bound_penalty, check_plausibility, principal_moments,
+                                      project_into_bounds)
 from test_identification import nominal_and_truth_samples
 
 
@@ -107,3 +109,37 @@ def test_identification_with_bounds_keeps_every_mass_inside():
     assert bounded.plausibility is not None and bounded.plausibility.plausible, \
         bounded.plausibility.format()
     assert np.all(bounded.nmse_heldout_after < 0.5 * bounded.nmse_heldout_before)
+
+
+def test_a_placeholder_link_is_moved_into_its_bounds_before_the_fit():
+    """PyBullet's Panda fingers: 0.1 kg, 0.1 kg m^2 moments, against bounds of grams and 1e-5 kg
+    m^2. The projection lands inside every bound and keeps the inertia physical (the triangle
+    inequality), its axes unchanged; a link inside its bounds is left as it is."""
+    bounds = LinkBounds(0.0075, 0.024, np.array([-0.05, -0.05, -0.03]), np.array([0.05, 0.05, 0.07]),
+                        0.015, np.array([1e-6, 2.4e-6, 2.4e-6]) * 0.2, np.array([1e-6, 2.4e-6, 2.4e-6]) * 5)
+    rotation = np.linalg.qr(np.random.default_rng(0).normal(size=(3, 3)))[0]
+    placeholder = rotation @ np.diag([0.1, 0.1, 0.1]) @ rotation.T
+    mass, com, inertia = project_into_bounds(0.1, np.array([0.0, 0.0, 0.3]), placeholder, bounds)
+    check = check_plausibility({"finger": (mass, com, inertia)}, PlausibilityBounds({"finger": bounds}, "t"))
+    assert check.plausible, check.format()
+    small, middle, large = principal_moments(inertia)
+    assert large <= small + middle + 1e-15
+    kept = (0.015, np.array([0.0, 0.0, 0.02]), np.diag([2.4e-6, 2.4e-6, 1e-6]))
+    for a, b in zip(project_into_bounds(*kept, bounds), kept):
+        np.testing.assert_allclose(a, b)
+
+
+def test_the_fit_starts_inside_the_bounds_and_reports_the_given_models_error():
+    nominal, train, heldout = nominal_and_truth_samples()
+    found = {n: (float(m), c, i) for n, (m, c, i) in LearnableDynamics(nominal, "cov").link_inertials().items()}
+    squeezed = "lbr_iiwa_link_3"
+    links = {n: box(m, 0.5, 1.5, 0.2) for n, (m, _, _) in found.items()}
+    links[squeezed] = LinkBounds(0.3 * found[squeezed][0], 0.5 * found[squeezed][0],
+                                 np.full(3, -0.2), np.full(3, 0.2), found[squeezed][0])
+    bounds = PlausibilityBounds(links, "test")
+    start = inside_bounds(nominal, list(found), bounds)
+    assert check_plausibility(LearnableDynamics(start, "cov").link_inertials(), bounds).plausible
+    config = IdentificationConfig(parametrisation="cov", epochs=1, seed=0, bounds=bounds)
+    result = identify(nominal, train, heldout, config)
+    np.testing.assert_allclose(result.nmse_heldout_before,
+                               evaluate_nmse(LearnableDynamics(nominal, "cov"), heldout), rtol=1e-9)

@@ -9,4 +9,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "learnable": ["LearnableDynamics"],
     "model": ["RigidBodyModel"],
     "plausibility": ["PANDA_BOUNDS_FILE", "PlausibilityBounds", "check_plausibility"],
+    "prior": ["InertialPrior"],
 })

@@ -17,10 +17,12 @@ import torch
 
 from diffnea_ros.consistency import ConsistencyReport, check_consistency
 from diffnea_ros.errors import DataError
-from diffnea_ros.learnable import LearnableDynamics, RegressorCache
+from diffnea_ros.learnable import LearnableDynamics, RegressorCache, default_learnable_links
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.plausibility import (BoundTensors, PlausibilityBounds, PlausibilityReport, bound_penalty,
-                                      check_plausibility)
+                                      check_plausibility, project_into_bounds)
+from diffnea_ros.prior import InertialPrior, PriorTensors, prior_penalty
+from diffnea_ros.urdf import with_inertials
 
 ONLINE_BATCH = 256   # paper 002 §4.1.2
 Progress = Callable[[Iterable], Iterable]
@@ -86,6 +88,10 @@ class IdentificationConfig:
     use_regressor: bool = True   # cache the regressor once (exact, much faster epochs)
     bounds: Optional[PlausibilityBounds] = None   # plausible masses and coms (penalty, report)
     bounds_weight: float = 1.0e4                  # weight of the bounds' penalty on L_ID
+    keep_best: bool = True        # end on the epoch with the lowest final objective (fit)
+    lr_decay: float = 0.1         # the rate decays along a cosine to this x learning_rate (fit)
+    prior: Optional[InertialPrior] = None         # a prior on the inertials (prior.py)
+    prior_weights: tuple[float, ...] = (0.0, 1e-4, 1e-3, 1e-2, 1e-1)   # tried; held-out chooses
 
 
 @dataclass
@@ -104,6 +110,8 @@ class IdentificationResult:
     online_curve: list[dict[str, Any]] = field(default_factory=list)
     diverged: bool = False    # the loss became NaN/Inf; the parameters are the last with a finite loss
     plausibility: Optional[PlausibilityReport] = None   # with config.bounds
+    kept_epoch: Optional[int] = None    # the epoch whose parameters are the result
+    prior_choice: Optional["PriorChoice"] = None   # with config.prior
 
 
 # predict(index) -> tau (len(index), dof) of the training samples at ``index``
@@ -121,6 +129,8 @@ class FitConfig:
     seed: int = 0
     chunk: int = 2048                   # samples per evaluation chunk
     max_minutes: Optional[float] = None
+    keep_best: bool = False             # end on the epoch with the lowest final objective
+    lr_decay: float = 1.0               # the last epoch's rate / learning_rate (a cosine)
 
 
 @dataclass
@@ -133,6 +143,7 @@ class FitResult:
     diverged: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
     online_curve: list[dict[str, Any]] = field(default_factory=list)
+    kept_epoch: Optional[int] = None    # with keep_best: the epoch whose parameters were kept
 
 
 def module_predictor(module: torch.nn.Module, samples: Samples) -> Predictor:
@@ -148,11 +159,15 @@ def diffnea_predictor(dynamics: LearnableDynamics, samples: Samples) -> Predicto
 
 
 @torch.no_grad()
+def predicted_all(predict: Predictor, samples: Samples, chunk: int = 2048) -> torch.Tensor:
+    """``predict`` on all ``samples``, ``chunk`` at a time."""
+    index = torch.arange(len(samples))
+    return torch.cat([predict(i).detach() for i in index.split(chunk)])
+
+
 def predictor_nmse(predict: Predictor, samples: Samples, chunk: int = 2048) -> np.ndarray:
     """Per-joint NMSE of ``predict`` on all ``samples``."""
-    index = torch.arange(len(samples))
-    parts = [predict(i).detach() for i in index.split(chunk)]
-    return nmse(torch.cat(parts), samples.tau)
+    return nmse(predicted_all(predict, samples, chunk), samples.tau)
 
 
 def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Samples,
@@ -165,13 +180,31 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
     the NMSE on all samples after each),
     the training NMSE of every joint after each epoch, stop at <= ``stop_nmse`` (0 epochs when
     the start already meets it) or after ``max_minutes``. A non-finite loss restores the last
-    parameters with a finite one and stops (``diverged``)."""
+    parameters with a finite one and stops (``diverged``).
+    ``lr_decay``: the rate decays from ``learning_rate`` along a cosine to ``lr_decay`` times it
+    in the last epoch. ``keep_best``: the parameters end as those of the epoch (the start included) with
+    the lowest final objective, L_ID on all samples plus ``penalty(1)``, unless an epoch met
+    ``stop_nmse`` (that one is kept)."""
     if len(samples) == 0:
         raise DataError("no training samples")
     learnable = [p for p in parameters if p.requires_grad]
     optimiser = torch.optim.Adam(learnable, lr=config.learning_rate)
+    schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(
+        optimiser, max(config.epochs - 1, 1), config.lr_decay * config.learning_rate)
+        if config.lr_decay != 1.0 else None)
     generator = torch.Generator().manual_seed(config.seed)
-    before = predictor_nmse(predict, samples, config.chunk)
+
+    @torch.no_grad()
+    def evaluated() -> tuple[np.ndarray, float]:
+        """The training NMSE per joint and the final objective of the parameters now."""
+        predicted = predicted_all(predict, samples, config.chunk)
+        objective = ((predicted - samples.tau) ** 2).sum(dim=1).mean()
+        if penalty is not None:
+            objective = objective + penalty(1.0)
+        return nmse(predicted, samples.tau), float(objective)
+
+    before, best = evaluated()
+    kept, best_parameters = 0, [p.detach().clone() for p in learnable]
     start = time.monotonic()
     reached: Optional[int] = None
     if config.stop_nmse is not None and np.all(before <= config.stop_nmse):
@@ -205,18 +238,26 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
                               "nmse": predictor_nmse(predict, samples, config.chunk).tolist()})
         if diverged:
             break
-        epoch_nmse = predictor_nmse(predict, samples, config.chunk)
-        history.append({"epoch": epoch, "train_nmse": epoch_nmse.tolist(),
+        if schedule is not None:
+            schedule.step()
+        epoch_nmse, objective = evaluated()
+        history.append({"epoch": epoch, "train_nmse": epoch_nmse.tolist(), "objective": objective,
                         "seconds": time.monotonic() - start})
+        if objective < best:
+            kept, best, best_parameters = epoch, objective, [p.detach().clone() for p in learnable]
         if config.stop_nmse is not None and np.all(epoch_nmse <= config.stop_nmse):
-            reached = epoch
+            reached = kept = epoch
             break
         if config.max_minutes is not None and time.monotonic() - start > 60.0 * config.max_minutes:
             break
+    if config.keep_best and reached is None and kept != epoch:
+        with torch.no_grad():
+            for p, value in zip(learnable, best_parameters):
+                p.copy_(value)
     return FitResult(nmse_before=before, nmse_after=predictor_nmse(predict, samples, config.chunk),
                      epochs=epoch, epochs_to_threshold=reached,
                      seconds=time.monotonic() - start, diverged=diverged, history=history,
-                     online_curve=curve)
+                     online_curve=curve, kept_epoch=(kept if config.keep_best else epoch))
 
 
 def consistency_of(dynamics: LearnableDynamics) -> ConsistencyReport:
@@ -224,6 +265,34 @@ def consistency_of(dynamics: LearnableDynamics) -> ConsistencyReport:
     index = dynamics.link_index
     return check_consistency(inertials.mass[index].detach(), inertials.com[index].detach(),
                              inertials.inertia[index].detach(), names=list(dynamics.learnable_links))
+
+
+def inside_bounds(model: RigidBodyModel, links: Iterable[str], bounds: PlausibilityBounds) -> RigidBodyModel:
+    """``model`` with the inertials of each bounded link of ``links`` moved into its bounds
+    (:func:`~diffnea_ros.plausibility.project_into_bounds`): where the fit starts."""
+    mass, com, inertia = (x.detach().cpu().numpy().copy() for x in (
+        model.nominal_mass, model.nominal_com, model.nominal_inertia))
+    for name in links:
+        if name in bounds.links:
+            i = model.body_names.index(name)
+            mass[i], com[i], inertia[i] = project_into_bounds(mass[i], com[i], inertia[i], bounds.links[name])
+    return RigidBodyModel(with_inertials(model.description, mass, com, inertia),
+                          tuple(model.gravity.detach().cpu().numpy().tolist()), model.dtype)
+
+
+@dataclass(frozen=True)
+class PriorChoice:
+    """The prior's weights tried, the mean over joints of each one's held-out NMSE, the one
+    chosen (the lowest) and the prior's source."""
+
+    source: str
+    weights: tuple[float, ...]
+    heldout_nmse_mean: tuple[float, ...]
+    chosen: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "weights": list(self.weights),
+                "heldout_nmse_mean": list(self.heldout_nmse_mean), "chosen": self.chosen}
 
 
 def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] = None,
@@ -234,43 +303,83 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     Returns the learned :class:`LearnableDynamics`, NMSE per joint before and after on the
     training and held-out samples, the epochs used (and the first epoch at which every joint's
     training NMSE reached ``config.stop_nmse``), and the consistency of the result.
+    With ``config.prior``: one fit per weight w of ``config.prior_weights`` (L_ID + w sum_j
+    var(tau_j) R(theta), R of prior.py, the variances of the training torques); the fit with
+    the lowest mean held-out NMSE is the result, so its held-out figures are those the weight
+    was chosen on (``prior_choice``).
     """
     if len(train) == 0:
         raise DataError("no training samples")
     if train.q.dtype != model.dtype:
         raise DataError(f"samples are {train.q.dtype} but the model is {model.dtype}; "
                         f"convert one of them")
-    dynamics = LearnableDynamics(model, config.parametrisation, config.learnable_links,
+    if config.prior is None:
+        return _identify_with(model, train, heldout, config, 0.0, progress)
+    weights = tuple(float(w) for w in config.prior_weights)
+    if not weights or not all(np.isfinite(w) and w >= 0.0 for w in weights):
+        raise DataError(f"prior weights must be finite and >= 0, got {list(weights)}")
+    if heldout is None or len(heldout) == 0:
+        raise DataError("choosing the prior's weight needs held-out samples")
+    results = [_identify_with(model, train, heldout, config, w, progress) for w in weights]
+    scores = [float(np.mean(r.nmse_heldout_after)) for r in results]
+    best = int(np.argmin(scores))
+    chosen = results[best]
+    chosen.prior_choice = PriorChoice(config.prior.source, weights, tuple(scores), weights[best])
+    return chosen
+
+
+def _identify_with(model: RigidBodyModel, train: Samples, heldout: Optional[Samples],
+                   config: IdentificationConfig, prior_weight: float,
+                   progress: Optional[Progress]) -> IdentificationResult:
+    """:func:`identify` with the prior (if any) at ``prior_weight``."""
+    start = (inside_bounds(model, config.learnable_links or default_learnable_links(model), config.bounds)
+             if config.bounds is not None else model)
+    dynamics = LearnableDynamics(start, config.parametrisation, config.learnable_links,
                                  friction=config.friction, offset=config.offset)
     predict = (diffnea_predictor(dynamics, train) if config.use_regressor
                else module_predictor(dynamics, train))
     held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
                   if config.use_regressor and heldout is not None else None)
-    before_heldout = evaluate_nmse(dynamics, heldout, cache=held_cache) if heldout is not None else None
+    # "before" is the given model's, also when the fit starts from its inertials moved into bounds
+    nominal = (LearnableDynamics(model, config.parametrisation, config.learnable_links,
+                                 friction=config.friction, offset=config.offset)
+               if start is not model else None)
+    before_heldout = (evaluate_nmse(nominal or dynamics, heldout, cache=None if nominal else held_cache)
+                      if heldout is not None else None)
     bounds = config.bounds
-    penalty = None
+    terms: list[Callable[[float], torch.Tensor]] = []
     if bounds is not None:
         tensors = BoundTensors.of(dynamics.learnable_links, bounds, model.dtype)
 
-        def penalty(progress: float) -> torch.Tensor:
+        def bounds_term(progress: float) -> torch.Tensor:
             """The weight grows geometrically from 1e-3 x to 1 x bounds_weight over the
-            epochs (a continuation, as penalty methods raise theirs): the fit first finds the
-            torques, then moves into the bounds, instead of a stiff penalty shaking it."""
+            epochs (a continuation, as penalty methods raise theirs). The fit starts inside the
+            bounds (inside_bounds); the penalty keeps it there, the decaying rate and keep_best
+            keep a late kick of the stiff penalty out of the result."""
             mass, com, inertia = dynamics.learned_inertials()
             weight = config.bounds_weight * 10.0 ** (-3.0 * (1.0 - progress))
             return weight * bound_penalty(mass, com, inertia, tensors)
+        terms.append(bounds_term)
+    if config.prior is not None and prior_weight > 0.0:
+        prior = PriorTensors.of(dynamics.learnable_links, config.prior, model.dtype)
+        # in units of the training torques' summed variance: the weight means the same for any robot
+        scale = prior_weight * float(train.tau.var(dim=0).sum())
+        terms.append(lambda progress: scale * prior_penalty(*dynamics.learned_inertials(), prior))
+    penalty = (lambda progress: sum(term(progress) for term in terms)) if terms else None
     fitted = fit(list(dynamics.parameters()), predict, train,
                  FitConfig(epochs=config.epochs, batch_size=config.batch_size,
                            learning_rate=config.learning_rate, stop_nmse=config.stop_nmse,
-                           online=config.online, seed=config.seed, max_minutes=config.max_minutes),
+                           online=config.online, seed=config.seed, max_minutes=config.max_minutes,
+                           keep_best=config.keep_best, lr_decay=config.lr_decay),
                  progress, penalty)
     return IdentificationResult(
-        dynamics=dynamics, config=config, nmse_train_before=fitted.nmse_before,
+        dynamics=dynamics, config=config,
+        nmse_train_before=evaluate_nmse(nominal, train) if nominal is not None else fitted.nmse_before,
         nmse_train_after=fitted.nmse_after, nmse_heldout_before=before_heldout,
         nmse_heldout_after=(evaluate_nmse(dynamics, heldout, cache=held_cache)
                             if heldout is not None else None),
         epochs=fitted.epochs, epochs_to_threshold=fitted.epochs_to_threshold,
         seconds=fitted.seconds, consistency=consistency_of(dynamics), history=fitted.history,
-        online_curve=fitted.online_curve, diverged=fitted.diverged,
+        online_curve=fitted.online_curve, diverged=fitted.diverged, kept_epoch=fitted.kept_epoch,
         plausibility=(check_plausibility(dynamics.link_inertials(), bounds)
                       if bounds is not None else None))

@@ -217,6 +217,24 @@ class PlausibilityReport:
         return "\n".join(lines)
 
 
+def project_into_bounds(mass: float, com: np.ndarray, inertia: np.ndarray,
+                        bounds: LinkBounds) -> tuple[float, np.ndarray, np.ndarray]:
+    """The nearest inertials inside ``bounds`` (shrunk by INSET) of a link's (mass, com, (3, 3)
+    inertia about the com): mass and com clipped, principal moments clipped about the same axes,
+    the largest lowered to the sum of the others if clipping broke the triangle inequality. The
+    fit starts there, so the penalty never has to pull a link far (a URDF's placeholder
+    inertials, e.g. PyBullet's 0.1 kg fingers with 0.1 kg m^2 moments, are far outside)."""
+    dm, dc = INSET * (bounds.mass_max - bounds.mass_min), INSET * (bounds.com_max - bounds.com_min)
+    mass = float(np.clip(mass, bounds.mass_min + dm, bounds.mass_max - dm))
+    com = np.clip(np.asarray(com, dtype=float), bounds.com_min + dc, bounds.com_max - dc)
+    values, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    values = np.clip(values, bounds.moments_min * (1.0 + INSET), bounds.moments_max * (1.0 - INSET))
+    order = np.argsort(values)
+    small, middle, large = values[order]
+    values[order[2]] = min(large, small + middle)
+    return mass, com, axes @ np.diag(values) @ axes.T
+
+
 def check_plausibility(inertials: Mapping[str, tuple], bounds: PlausibilityBounds) -> PlausibilityReport:
     """Each link of ``inertials`` (name -> (mass, com, inertia), as ``link_inertials()``)
     against ``bounds``."""

@@ -59,6 +59,7 @@ class PipelineSettings:
     identify_friction: bool = True
     identify_offset: bool = True
     identify_bounds: bool = True          # the Panda's plausible inertials (diffnea_ros)
+    identify_prior: bool = True           # Gaz et al.'s published model as a prior (diffnea_ros)
     identified_physics_rate: Optional[float] = None   # Hz; None: the lowest stable one
     train_minutes: float = 6.0
     task_train: float = 0.6
@@ -137,6 +138,7 @@ def load_settings(path: Optional[str], **overrides: Any) -> PipelineSettings:
             "identify_friction": bool(raw["identify"]["friction"]),
             "identify_offset": bool(raw["identify"]["offset"]),
             "identify_bounds": bool(raw["identify"].get("bounds", True)),
+            "identify_prior": bool(raw["identify"].get("prior", True)),
             "identified_physics_rate": (None if raw["identify"]["physics_rate"] == "auto"
                                         else float(raw["identify"]["physics_rate"])),
             "train_minutes": float(raw["realeasy"]["max_minutes"]),

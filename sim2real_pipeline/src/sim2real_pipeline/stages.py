@@ -89,7 +89,9 @@ def split(ctx: Context) -> StageRecord:
 
 def identify(ctx: Context) -> StageRecord:
     """diffnea_ros on the robot's stream of the training trajectories (it reads the pair bag and
-    the split itself), with the Panda's plausible masses and centres of mass (``bounds``), and
+    the split itself), with the Panda's plausible masses and centres of mass (``bounds``), Gaz et
+    al.'s published model as a prior whose weight diffnea_ros chooses on held-out trajectories
+    (``prior``), and
     the identified simulator's config it writes (URDF, friction, offsets, a stable physics rate;
     panda_sim2real's format)."""
     from diffnea_ros import PANDA_BOUNDS_FILE
@@ -102,6 +104,7 @@ def identify(ctx: Context) -> StageRecord:
              "--seed", s.seed, *(["--friction"] if s.identify_friction else []),
              *(["--offset"] if s.identify_offset else []),
              *(["--bounds", PANDA_BOUNDS_FILE] if s.identify_bounds else []),
+             *(["--prior", PANDA_BOUNDS_FILE] if s.identify_prior else []),
              *(["--physics-rate", s.identified_physics_rate] if s.identified_physics_rate else []),
              "--out", urdf, "--sim-config", sim_config, "--json", report)
     result = read_json(report, "identify")
@@ -111,6 +114,7 @@ def identify(ctx: Context) -> StageRecord:
     figures = {k: result[k] for k in ("nmse_heldout_before", "nmse_heldout_after", "damping",
                                       "friction", "epochs", "seconds", "samples", "physics_rate")}
     figures["plausibility"] = result.get("plausibility")
+    figures["prior"] = result.get("prior")
     figures.update(data={"trajectories": result["trajectories"], "label": result.get("label", ""),
                          "samples": result["samples"]["train"] + result["samples"]["heldout"]},
                    torque_offset=[offset[n] for n in names] if offset else None)
@@ -236,6 +240,7 @@ def stage_list() -> tuple[Stage, ...]:
         Stage("identify", identify, ("split",),
               lambda s: {"param": s.parametrisation, "epochs": s.identify_epochs, "seed": s.seed,
                          **({"bounds": True} if s.identify_bounds else {}),
+                         **({"prior": "published"} if s.identify_prior else {}),
                          "friction": s.identify_friction, "offset": s.identify_offset,
                          "physics_rate": s.identified_physics_rate or "auto"},
               "diffnea_ros: the robot's inertials, damping, friction, torque offsets"),

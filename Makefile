@@ -2,7 +2,7 @@
 #   make demo    the main job on the embedded default (PyBullet sim vs the reality stand-in)
 #   make pipeline  the sim-to-real chain: collect, identify, resimulate, Realeasy, kernels,
 #                evaluate with an acceptance gate (sim2real_pipeline; REALITY_CONFIG= TRAJECTORIES=
-#                SEED= OUT= SIM=pybullet|gazebo; ~20 min)
+#                SEED= OUT= SIM=pybullet|gazebo; 43 min on 2 cores beside another run)
 #   make test    every test: pytest (libraries), C++ tests, rostest integration tests
 #   make bench   performance figures into bench/results/*.json
 #   make docker  the robot PC image (docker or podman; docker/README.md)

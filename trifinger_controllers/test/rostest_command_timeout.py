@@ -203,7 +203,8 @@ class CommandTimeout(unittest.TestCase):
                         f"{self.status}, {self.lines}")
         with self.lock:
             holds = int(self.status["holds"]) - holds_before
-            later = sum(level == Log.WARN and t > killed for t, level, _ in self.lines)
+            later = sum(level == Log.WARN and "holding the joints" in text and t > killed
+                        for t, level, text in self.lines)
         self.assertGreaterEqual(holds, 1, self.status)
         self.assertEqual(holds, later, self.status)
 

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from diffnea_ros.algorithms import rnea
-from diffnea_ros.identification import IdentificationConfig, Samples, evaluate_nmse, identify
+from diffnea_ros.identification import (FitConfig, IdentificationConfig, Samples, diffnea_predictor,
+                                         evaluate_nmse, fit, identify)
 from diffnea_ros.learnable import LearnableDynamics, default_learnable_links
 from diffnea_ros.model import RigidBodyModel
 from diffnea_ros.urdf import load_robot, with_inertials
@@ -233,3 +234,47 @@ def test_identify_tool_on_a_pair_bag_writes_the_simulators_config(tmp_path):
                        nominal_urdf_path(), "--out", str(tmp_path / "x.urdf"), "--quiet")
     assert bad.returncode == 2 and "no trajectory in split 'nonexistent'" in bad.stderr
     assert not (tmp_path / "x.urdf").exists()
+
+
+def test_a_start_with_a_non_finite_objective_is_not_kept():
+    """keep_best keeps the best finite epoch when the start's objective is NaN (here the
+    predictor's first evaluation, the start's, is NaN)."""
+    q = torch.linspace(-1.0, 1.0, 64, dtype=torch.float64)[:, None]
+    samples = Samples(q, q, q, 2.0 * q)
+    weight = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    calls = {"n": 0}
+
+    def predict(index: torch.Tensor) -> torch.Tensor:
+        calls["n"] += 1
+        out = weight * samples.q[index]
+        return out * float("nan") if calls["n"] == 1 else out
+    result = fit([weight], predict, samples, FitConfig(epochs=20, learning_rate=0.1, stop_nmse=None,
+                                                       keep_best=True))
+    assert not result.diverged and result.kept_epoch > 0
+    assert float(weight.detach()) > 1.0 and np.all(np.isfinite(result.nmse_after))
+
+
+def test_online_mode_ends_on_its_last_epoch():
+    """Online identification (paper 002 §4.1.2) neither keeps a best epoch nor decays the rate."""
+    _, q, qd, qdd, tau = sine_samples(true_model(), seconds=3.0)
+    samples = Samples.from_arrays(q, qd, qdd, tau)
+    result = identify(RigidBodyModel.from_urdf(iiwa_path()), samples, None,
+                      IdentificationConfig(parametrisation="cov", epochs=3, online=True,
+                                           learning_rate=0.2, keep_best=True))
+    assert result.epochs == 3 and result.kept_epoch == 3
+
+
+def test_a_regressor_cache_is_shared_by_dynamics_of_one_model():
+    """diffnea_predictor with a cache made by another LearnableDynamics of the same model gives
+    the torques of the dynamics it is given (identify shares one cache over its fits)."""
+    model = RigidBodyModel.from_urdf(iiwa_path())
+    _, q, qd, qdd, tau = sine_samples(model, seconds=1.0)
+    samples = Samples.from_arrays(q, qd, qdd, tau)
+    donor, dynamics = LearnableDynamics(model, "cov"), LearnableDynamics(model, "cov")
+    with torch.no_grad():
+        for p in dynamics.parameters():
+            p.add_(0.05)
+    cache = donor.regressor_cache(samples.q, samples.qd, samples.qdd)
+    predicted = diffnea_predictor(dynamics, samples, cache)(torch.arange(len(samples)))
+    torch.testing.assert_close(predicted, dynamics(samples.q, samples.qd, samples.qdd))
+    assert not torch.allclose(predicted, donor(samples.q, samples.qd, samples.qdd))

@@ -6,7 +6,7 @@ import torch
 
 from diffnea_ros import PANDA_BOUNDS_FILE
 from diffnea_ros.errors import DataError, DiffneaError
-from diffnea_ros.identification import IdentificationConfig, Samples, identify
+from diffnea_ros.identification import IdentificationConfig, PriorChoice, Samples, identify
 from diffnea_ros.learnable import LearnableDynamics
 from diffnea_ros.prior import PRIOR_COM_SCALE, InertialPrior, PriorTensors, prior_penalty
 from test_identification import nominal_and_truth_samples, true_model
@@ -91,3 +91,45 @@ def test_the_held_out_data_choose_a_weight_for_a_right_prior_and_none_for_a_wron
     with pytest.raises(DataError, match="finite and >= 0"):
         identify(nominal, train, heldout, IdentificationConfig(epochs=1, prior=prior_at(nominal),
                                                                prior_weights=(0.0, -1.0)))
+
+
+def test_the_file_s_com_margin_is_the_prior_s_com_scale(tmp_path):
+    """A com off by the file's com_margin costs 1, as a mass off by its size does."""
+    link = "links: {a: {mass: 2, com: [0, 0, 0], inertia: [0.1, 0.1, 0.1, 0, 0, 0]}}"
+    path = tmp_path / "prior.yaml"
+    path.write_text(f"source: x\ncom_margin: 0.1\n{link}")
+    prior = InertialPrior.from_yaml(str(path))
+    assert prior.com_scale == 0.1 and InertialPrior.from_yaml(PANDA_BOUNDS_FILE).com_scale == 0.05
+    tensors = PriorTensors.of(["a"], prior)
+    inertia = torch.as_tensor(np.diag([0.1, 0.1, 0.1]))[None]
+    com = torch.tensor([[0.1, 0.0, 0.0]], dtype=torch.float64)
+    mass = torch.tensor([2.0], dtype=torch.float64)
+    assert float(prior_penalty(mass, com, inertia, tensors)) == pytest.approx(1.0)
+    path.write_text(f"source: x\ncom_margin: -1\n{link}")
+    with pytest.raises(DiffneaError, match="com_margin"):
+        InertialPrior.from_yaml(str(path))
+
+
+def test_a_model_prior_leaves_out_links_it_cannot_scale_by():
+    """A nominal URDF's massless links and links with a zero or indefinite inertia (a Panda's
+    hand frame, say) are left out: the penalty of the rest stays finite."""
+    com = np.zeros(3)
+    prior = InertialPrior.of_model({"massless": (0.0, com, np.eye(3)),
+                                    "no_inertia": (0.5, com, np.zeros((3, 3))),
+                                    "indefinite": (0.5, com, np.diag([1.0, 1.0, -1.0])),
+                                    "good": (1.0, com, 0.01 * np.eye(3))}, "nominal")
+    assert set(prior.links) == {"good"}
+    names = ["massless", "no_inertia", "indefinite", "good"]
+    tensors = PriorTensors.of(names, prior)
+    mass = torch.ones(4, dtype=torch.float64)
+    value = prior_penalty(mass, torch.zeros(4, 3, dtype=torch.float64),
+                          torch.eye(3, dtype=torch.float64).expand(4, 3, 3), tensors)
+    assert torch.isfinite(value) and float(value) > 0.0
+
+
+def test_only_a_finite_held_out_score_chooses_the_weight():
+    choice = PriorChoice.of("x", (0.0, 1e-3, 1e-2), (0.5, float("nan"), 0.4))
+    assert choice.chosen == 1e-2 and choice.chosen_index == 2
+    assert PriorChoice.of("x", (0.0, 1e-3), (float("inf"), 0.9)).chosen == 1e-3
+    with pytest.raises(DataError, match="non-finite held-out NMSE"):
+        PriorChoice.of("x", (0.0, 1e-3), (float("nan"), float("inf")))

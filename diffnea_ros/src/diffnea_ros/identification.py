@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -151,9 +151,11 @@ def module_predictor(module: torch.nn.Module, samples: Samples) -> Predictor:
     return lambda index: module(samples.q[index], samples.qd[index], samples.qdd[index])
 
 
-def diffnea_predictor(dynamics: LearnableDynamics, samples: Samples) -> Predictor:
-    """The same torques as ``dynamics(q, qd, qdd)`` through its cached regressor (exact)."""
-    cache = dynamics.regressor_cache(samples.q, samples.qd, samples.qdd)
+def diffnea_predictor(dynamics: LearnableDynamics, samples: Samples,
+                      cache: Optional[RegressorCache] = None) -> Predictor:
+    """The same torques as ``dynamics(q, qd, qdd)`` through its cached regressor (exact);
+    ``cache``: one made for the samples by a LearnableDynamics of the same model and links."""
+    cache = cache if cache is not None else dynamics.regressor_cache(samples.q, samples.qd, samples.qdd)
     return lambda index: dynamics.predict_from_regressor(cache.y[index], cache.fixed[index],
                                                          samples.qd[index])
 
@@ -179,12 +181,13 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
     shuffled batches (``shuffle=False``: in the data's order; online: sequential batches of 256,
     the NMSE on all samples after each),
     the training NMSE of every joint after each epoch, stop at <= ``stop_nmse`` (0 epochs when
-    the start already meets it) or after ``max_minutes``. A non-finite loss restores the last
-    parameters with a finite one and stops (``diverged``).
+    the start already meets it) or after ``max_minutes``. A non-finite loss stops the fit
+    (``diverged``) and restores the last parameters with a finite one, or with ``keep_best`` the
+    kept epoch's.
     ``lr_decay``: the rate decays from ``learning_rate`` along a cosine to ``lr_decay`` times it
     in the last epoch. ``keep_best``: the parameters end as those of the epoch (the start included) with
-    the lowest final objective, L_ID on all samples plus ``penalty(1)``, unless an epoch met
-    ``stop_nmse`` (that one is kept)."""
+    the lowest finite final objective, L_ID on all samples plus ``penalty(1)``, unless an epoch met
+    ``stop_nmse`` (that one is kept); ``kept_epoch`` names the epoch the parameters are from."""
     if len(samples) == 0:
         raise DataError("no training samples")
     learnable = [p for p in parameters if p.requires_grad]
@@ -204,6 +207,7 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
         return nmse(predicted, samples.tau), float(objective)
 
     before, best = evaluated()
+    best = best if np.isfinite(best) else float("inf")   # any finite epoch beats a non-finite start
     kept, best_parameters = 0, [p.detach().clone() for p in learnable]
     start = time.monotonic()
     reached: Optional[int] = None
@@ -254,6 +258,7 @@ def fit(parameters: list[torch.nn.Parameter], predict: Predictor, samples: Sampl
         with torch.no_grad():
             for p, value in zip(learnable, best_parameters):
                 p.copy_(value)
+    # without keep_best a divergence leaves the last parameters with a finite loss, inside `epoch`
     return FitResult(nmse_before=before, nmse_after=predictor_nmse(predict, samples, config.chunk),
                      epochs=epoch, epochs_to_threshold=reached,
                      seconds=time.monotonic() - start, diverged=diverged, history=history,
@@ -290,6 +295,21 @@ class PriorChoice:
     heldout_nmse_mean: tuple[float, ...]
     chosen: float
 
+    @classmethod
+    def of(cls, source: str, weights: Sequence[float], scores: Sequence[float]) -> "PriorChoice":
+        """The choice among ``weights`` by their held-out ``scores``: only a finite score can win;
+        DataError when none is."""
+        finite = [i for i, score in enumerate(scores) if np.isfinite(score)]
+        if not finite:
+            raise DataError(f"every prior weight's fit has a non-finite held-out NMSE "
+                            f"({list(weights)}): lower the learning rate")
+        best = min(finite, key=lambda i: scores[i])
+        return cls(source, tuple(weights), tuple(float(x) for x in scores), float(weights[best]))
+
+    @property
+    def chosen_index(self) -> int:
+        return self.weights.index(self.chosen)
+
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "weights": list(self.weights),
                 "heldout_nmse_mean": list(self.heldout_nmse_mean), "chosen": self.chosen}
@@ -304,52 +324,81 @@ def identify(model: RigidBodyModel, train: Samples, heldout: Optional[Samples] =
     training and held-out samples, the epochs used (and the first epoch at which every joint's
     training NMSE reached ``config.stop_nmse``), and the consistency of the result.
     With ``config.prior``: one fit per weight w of ``config.prior_weights`` (L_ID + w sum_j
-    var(tau_j) R(theta), R of prior.py, the variances of the training torques); the fit with
-    the lowest mean held-out NMSE is the result, so its held-out figures are those the weight
-    was chosen on (``prior_choice``).
+    var(tau_j) R(theta), R of prior.py, the variances of the training torques), from one start
+    and one regressor cache, ``config.max_minutes`` shared equally; the fit with the lowest
+    finite mean held-out NMSE is the result, so its held-out figures are those the weight was
+    chosen on (``prior_choice``). Online mode (paper 002 §4.1.2) neither keeps the best epoch
+    nor decays the rate.
     """
     if len(train) == 0:
         raise DataError("no training samples")
     if train.q.dtype != model.dtype:
         raise DataError(f"samples are {train.q.dtype} but the model is {model.dtype}; "
                         f"convert one of them")
+    weights = (0.0,)
+    if config.prior is not None:
+        weights = tuple(float(w) for w in config.prior_weights)
+        if not weights or not all(np.isfinite(w) and w >= 0.0 for w in weights):
+            raise DataError(f"prior weights must be finite and >= 0, got {list(weights)}")
+        if heldout is None or len(heldout) == 0:
+            raise DataError("choosing the prior's weight needs held-out samples")
+    start = _Start.of(model, train, heldout, config)
+    minutes = config.max_minutes / len(weights) if config.max_minutes is not None else None
+    results = [_identify_with(start, train, heldout, config, w, minutes, progress) for w in weights]
     if config.prior is None:
-        return _identify_with(model, train, heldout, config, 0.0, progress)
-    weights = tuple(float(w) for w in config.prior_weights)
-    if not weights or not all(np.isfinite(w) and w >= 0.0 for w in weights):
-        raise DataError(f"prior weights must be finite and >= 0, got {list(weights)}")
-    if heldout is None or len(heldout) == 0:
-        raise DataError("choosing the prior's weight needs held-out samples")
-    results = [_identify_with(model, train, heldout, config, w, progress) for w in weights]
-    scores = [float(np.mean(r.nmse_heldout_after)) for r in results]
-    best = int(np.argmin(scores))
-    chosen = results[best]
-    chosen.prior_choice = PriorChoice(config.prior.source, weights, tuple(scores), weights[best])
+        return results[0]
+    choice = PriorChoice.of(config.prior.source, weights,
+                            [float(np.mean(r.nmse_heldout_after)) for r in results])
+    chosen = results[choice.chosen_index]
+    chosen.prior_choice = choice
     return chosen
 
 
-def _identify_with(model: RigidBodyModel, train: Samples, heldout: Optional[Samples],
-                   config: IdentificationConfig, prior_weight: float,
+@dataclass(frozen=True)
+class _Start:
+    """What every fit of one :func:`identify` shares: the model it starts from (the given one, or
+    its inertials moved into the bounds), the regressor caches of the training and held-out
+    samples, and the given model's NMSE (the "before" figures)."""
+
+    model: RigidBodyModel
+    train_cache: Optional[RegressorCache]
+    heldout_cache: Optional[RegressorCache]
+    nmse_train: np.ndarray
+    nmse_heldout: Optional[np.ndarray]
+
+    @classmethod
+    def of(cls, model: RigidBodyModel, train: Samples, heldout: Optional[Samples],
+           config: IdentificationConfig) -> "_Start":
+        links = config.learnable_links or default_learnable_links(model)
+        start = inside_bounds(model, links, config.bounds) if config.bounds is not None else model
+        given = _dynamics(model, config)
+        probe = _dynamics(start, config) if start is not model else given
+        caches = [probe.regressor_cache(s.q, s.qd, s.qdd) if config.use_regressor and s is not None
+                  else None for s in (train, heldout)]
+        # "before" is the given model's, also when the fit starts from its inertials moved into bounds
+        own = start is model
+        return cls(start, caches[0], caches[1],
+                   evaluate_nmse(given, train, cache=caches[0] if own else None),
+                   (evaluate_nmse(given, heldout, cache=caches[1] if own else None)
+                    if heldout is not None else None))
+
+
+def _dynamics(model: RigidBodyModel, config: IdentificationConfig) -> LearnableDynamics:
+    return LearnableDynamics(model, config.parametrisation, config.learnable_links,
+                             friction=config.friction, offset=config.offset)
+
+
+def _identify_with(start: _Start, train: Samples, heldout: Optional[Samples],
+                   config: IdentificationConfig, prior_weight: float, max_minutes: Optional[float],
                    progress: Optional[Progress]) -> IdentificationResult:
-    """:func:`identify` with the prior (if any) at ``prior_weight``."""
-    start = (inside_bounds(model, config.learnable_links or default_learnable_links(model), config.bounds)
-             if config.bounds is not None else model)
-    dynamics = LearnableDynamics(start, config.parametrisation, config.learnable_links,
-                                 friction=config.friction, offset=config.offset)
-    predict = (diffnea_predictor(dynamics, train) if config.use_regressor
+    """One fit of :func:`identify`, from ``start``, with the prior (if any) at ``prior_weight``."""
+    dynamics = _dynamics(start.model, config)
+    predict = (diffnea_predictor(dynamics, train, start.train_cache) if config.use_regressor
                else module_predictor(dynamics, train))
-    held_cache = (dynamics.regressor_cache(heldout.q, heldout.qd, heldout.qdd)
-                  if config.use_regressor and heldout is not None else None)
-    # "before" is the given model's, also when the fit starts from its inertials moved into bounds
-    nominal = (LearnableDynamics(model, config.parametrisation, config.learnable_links,
-                                 friction=config.friction, offset=config.offset)
-               if start is not model else None)
-    before_heldout = (evaluate_nmse(nominal or dynamics, heldout, cache=None if nominal else held_cache)
-                      if heldout is not None else None)
     bounds = config.bounds
     terms: list[Callable[[float], torch.Tensor]] = []
     if bounds is not None:
-        tensors = BoundTensors.of(dynamics.learnable_links, bounds, model.dtype)
+        tensors = BoundTensors.of(dynamics.learnable_links, bounds, start.model.dtype)
 
         def bounds_term(progress: float) -> torch.Tensor:
             """The weight grows geometrically from 1e-3 x to 1 x bounds_weight over the
@@ -361,7 +410,7 @@ def _identify_with(model: RigidBodyModel, train: Samples, heldout: Optional[Samp
             return weight * bound_penalty(mass, com, inertia, tensors)
         terms.append(bounds_term)
     if config.prior is not None and prior_weight > 0.0:
-        prior = PriorTensors.of(dynamics.learnable_links, config.prior, model.dtype)
+        prior = PriorTensors.of(dynamics.learnable_links, config.prior, start.model.dtype)
         # in units of the training torques' summed variance: the weight means the same for any robot
         scale = prior_weight * float(train.tau.var(dim=0).sum())
         terms.append(lambda progress: scale * prior_penalty(*dynamics.learned_inertials(), prior))
@@ -369,14 +418,15 @@ def _identify_with(model: RigidBodyModel, train: Samples, heldout: Optional[Samp
     fitted = fit(list(dynamics.parameters()), predict, train,
                  FitConfig(epochs=config.epochs, batch_size=config.batch_size,
                            learning_rate=config.learning_rate, stop_nmse=config.stop_nmse,
-                           online=config.online, seed=config.seed, max_minutes=config.max_minutes,
-                           keep_best=config.keep_best, lr_decay=config.lr_decay),
+                           online=config.online, seed=config.seed, max_minutes=max_minutes,
+                           keep_best=config.keep_best and not config.online,
+                           lr_decay=1.0 if config.online else config.lr_decay),
                  progress, penalty)
     return IdentificationResult(
         dynamics=dynamics, config=config,
-        nmse_train_before=evaluate_nmse(nominal, train) if nominal is not None else fitted.nmse_before,
-        nmse_train_after=fitted.nmse_after, nmse_heldout_before=before_heldout,
-        nmse_heldout_after=(evaluate_nmse(dynamics, heldout, cache=held_cache)
+        nmse_train_before=start.nmse_train, nmse_train_after=fitted.nmse_after,
+        nmse_heldout_before=start.nmse_heldout,
+        nmse_heldout_after=(evaluate_nmse(dynamics, heldout, cache=start.heldout_cache)
                             if heldout is not None else None),
         epochs=fitted.epochs, epochs_to_threshold=fitted.epochs_to_threshold,
         seconds=fitted.seconds, consistency=consistency_of(dynamics), history=fitted.history,

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from diffnea_ros.errors import DiffneaError
+from diffnea_ros.published_links import inertia_matrix, read_published
 
 PANDA_BOUNDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
                                  "panda_bounds.yaml")
@@ -58,27 +59,21 @@ class PlausibilityBounds:
         high]`` x its published principal moments, ``links: {name: {mass, com, inertia: [ixx,
         iyy, izz, ixy, ixz, iyz]}}``. DiffneaError naming the entry for a missing or malformed
         one."""
-        from sim2real_checks import read_yaml
-        raw = read_yaml(path, "plausibility bounds", DiffneaError)
+        raw, published = read_published(path, "plausibility bounds")
         try:
             low, high = (float(v) for v in raw["mass_factor"])
             margin = float(raw["com_margin"])
             i_low, i_high = (float(v) for v in raw["inertia_factor"])
-            links = {}
-            for name, spec in raw["links"].items():
-                mass, com = float(spec["mass"]), np.asarray(spec["com"], dtype=float)
-                moments = principal_moments(np.asarray(spec["inertia"], dtype=float))
-                if not (0.0 < low < 1.0 < high and 0.0 < i_low < 1.0 < i_high and margin > 0.0
-                        and mass > 0.0 and com.shape == (3,) and np.all(np.isfinite(com))
-                        and np.all(moments > 0.0)):
-                    raise ValueError(f"link {name}: needs a positive mass, a com of 3 numbers, a "
-                                     f"positive definite inertia, 0 < low < 1 < high and a "
-                                     f"positive margin")
-                links[str(name)] = LinkBounds(low * mass, high * mass, com - margin, com + margin,
-                                              mass, i_low * moments, i_high * moments)
-            return cls(links, str(raw["source"]))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if not (0.0 < low < 1.0 < high and 0.0 < i_low < 1.0 < i_high and margin > 0.0):
+                raise ValueError("needs 0 < low < 1 < high factors and a positive com_margin")
+        except (KeyError, TypeError, ValueError) as exc:
             raise DiffneaError(f"plausibility bounds {path}: {exc}") from None
+        links = {}
+        for name, link in published.items():
+            moments = principal_moments(link.inertia)
+            links[name] = LinkBounds(low * link.mass, high * link.mass, link.com - margin,
+                                     link.com + margin, link.mass, i_low * moments, i_high * moments)
+        return cls(links, str(raw["source"]))
 
 
 @dataclass(frozen=True)
@@ -117,11 +112,7 @@ class BoundTensors:
 
 def principal_moments(inertia: np.ndarray) -> np.ndarray:
     """Sorted principal moments of (ixx, iyy, izz, ixy, ixz, iyz) or a (3, 3) inertia."""
-    if inertia.shape == (6,):
-        ixx, iyy, izz, ixy, ixz, iyz = inertia
-        inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
-        raise ValueError(f"an inertia must be 6 numbers or 3 x 3, got {inertia.shape}")
+    inertia = inertia_matrix(inertia)
     return np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """rostest: fci_bridge against fci_standin under bad input and faults. Bad trajectories are
 rejected with a reason on /real/robot_state while the robot holds; the robot dropping the
-connection mid-trajectory is reported and /real/fci_bridge/recover resumes; /real/joint_states
+connection mid-trajectory is reported and /real/fci_bridge/recover resumes;
+/real/fci_bridge/move_to_start brings the arm back to the start pose; /real/joint_states
 runs at 1 kHz and never carries a non-finite value."""
 import subprocess
 import sys
@@ -118,6 +119,18 @@ class FciFaults(unittest.TestCase):
         self.command.publish(trajectory(names, [(0.0, resumed), (1.5, held)]))
         self.wait_for(lambda: np.max(np.abs(self.position() - held)) < 0.01, 15,
                       "a move after recovery")
+
+        # the arm away from the start pose; ~move_to_start brings it back and answers when there
+        away = held + np.r_[0.3, 0.2, -0.3, 0.3, 0.2, -0.2, 0.4]
+        self.command.publish(trajectory(names, [(0.0, self.position()), (3.0, away)]))
+        self.wait_for(lambda: np.max(np.abs(self.position() - away)) < 0.01, 20, "the move away")
+        self.wait_for(lambda: not self.robot_states[-1].executing, 5, "the move's end")
+        rospy.wait_for_service("/real/fci_bridge/move_to_start", timeout=10)
+        answer = rospy.ServiceProxy("/real/fci_bridge/move_to_start", Trigger)()
+        self.assertTrue(answer.success, answer.message)
+        self.assertIn("at the start pose", answer.message)
+        self.wait_for(lambda: np.max(np.abs(self.position() - LIMITS.home)) < 0.01, 2,
+                      "the start pose")
 
         everything = np.concatenate([np.concatenate([m.position, m.velocity, m.effort])
                                      for m in self.rec.messages(JOINT_STATES)])

@@ -16,10 +16,11 @@ import yaml
 
 from panda_sim2real import (ConfigError, FAST_MOVES_FILE, GeneratorSettings, JointLimits, PlannedTrajectory,
                             REALITY_CONFIG_FILE, RobotConfig, SimulatedRobot, TrajectoryGenerator,
-                            TrajectoryRejected, load_urdf, prepare_dynamics_urdf)
+                            TrajectoryRejected, load_urdf, motion_extremes, prepare_dynamics_urdf)
 from panda_fci.errors import RobotError
 from panda_fci.fci_bridge import BRIDGE_CONFIG_FILE, QUEUE_SIZE, BridgeConfig, FciBridge
 from panda_fci.fci_standin import FciStandin, check_loopback, end_effector_load, served_urdf
+from panda_fci.homing import HomingSettings, homing_trajectory
 from panda_fci.realtime_host import realtime_kernel
 
 LIMITS = JointLimits.from_yaml()
@@ -250,3 +251,73 @@ def test_a_lost_connection_is_reported_and_recover_resumes():
         # VM (issue 39), and CI got 179 of 300
         assert len(samples) > 30 and all(s.is_finite() for s in samples)
         assert bridge.recover().startswith("nothing to recover")
+
+
+def test_a_homing_move_stays_inside_a_fraction_of_every_limit():
+    """The quintic move keeps each joint's peak velocity, acceleration and jerk within speed x
+    its limit (checked on the Hermite interpolant the robot follows), starts and ends at rest."""
+    start = LIMITS.home + np.r_[0.8, -0.4, 0.6, 0.5, -0.9, 0.7, -1.2]
+    plan = homing_trajectory(start, LIMITS.home, LIMITS, HomingSettings(speed=0.25))
+    np.testing.assert_allclose(plan.positions[0], start)
+    np.testing.assert_allclose(plan.positions[-1], LIMITS.home)
+    assert np.all(plan.velocities[[0, -1]] == 0.0)
+    extremes = motion_extremes(plan)
+    for kind, limit in (("velocity", LIMITS.velocity), ("acceleration", LIMITS.acceleration),
+                        ("jerk", LIMITS.jerk)):
+        assert np.all(extremes[kind][0] <= 0.25 * limit * 1.05), kind
+    assert np.max(extremes["velocity"][0] / LIMITS.velocity) > 0.2    # as fast as allowed
+    slow = homing_trajectory(start, LIMITS.home, LIMITS, HomingSettings(speed=0.1))
+    assert slow.duration > plan.duration * 2.0
+    near = homing_trajectory(LIMITS.home + 1e-3, LIMITS.home, LIMITS)
+    assert near.duration == pytest.approx(HomingSettings().min_duration)
+
+
+@pytest.mark.parametrize("start, goal, message", [
+    (LIMITS.home + np.r_[0, 0, 0, 2.3, 0, 0, 0], LIMITS.home, "current position puts panda_joint4"),
+    (LIMITS.home, LIMITS.home + np.r_[0, 0, 0, 0, 0, -1.57, 0], "start pose puts panda_joint6"),
+    (LIMITS.home, np.r_[LIMITS.home[:6], np.nan], "start pose must be 7 finite"),
+    (LIMITS.home[:6], LIMITS.home, "current position must be 7 finite"),
+])
+def test_a_homing_move_outside_the_margins_is_refused_naming_the_joint(start, goal, message):
+    with pytest.raises(TrajectoryRejected, match=message):
+        homing_trajectory(start, goal, LIMITS)
+
+
+def test_bad_homing_settings_name_the_field():
+    for raw, message in (({"speed": 0.0}, "speed"), ({"margin": -1}, "margin"),
+                         ({"fast": 1}, "unknown keys")):
+        with pytest.raises(ConfigError, match=message):
+            bridge_config(homing=raw)
+
+
+def test_move_to_brings_the_arm_to_the_start_pose_and_refuses_while_a_move_runs():
+    """Against the stand-in over FCI: away from home by a first move, back by move_to; a second
+    move_to while the first runs and one to a pose outside the margins are refused, the arm
+    holds; after a lost connection move_to asks for ~recover."""
+    away = LIMITS.home + np.r_[0.3, 0.2, -0.3, 0.3, 0.2, -0.2, 0.4]
+    with standin_process("127.0.0.236") as proc, connected("127.0.0.236") as bridge:
+        wait_robot_time(bridge, bridge._robot_time + 0.2)
+        first = bridge.move_to(away)
+        with pytest.raises(TrajectoryRejected, match="a trajectory is running"):
+            bridge.move_to(LIMITS.home)
+        bridge.wait_for(first, timeout=first.duration + 30.0)
+        wait_robot_time(bridge, bridge._robot_time + 0.3)
+        home = bridge.move_to(LIMITS.home)
+        bridge.wait_for(home, timeout=home.duration + 30.0)
+        samples = wait_robot_time(bridge, bridge._robot_time + 0.5)
+        assert bridge.error is None and all(s.is_finite() for s in samples)
+        assert np.max(np.abs(samples[-1].q - LIMITS.home)) < 0.01
+        outside = LIMITS.home.copy()
+        outside[3] = LIMITS.position_max[3] - 0.01
+        with pytest.raises(TrajectoryRejected, match="start pose puts panda_joint4"):
+            bridge.move_to(outside)
+        before = drain(bridge)
+        held = before[-1].q if before else samples[-1].q
+        time.sleep(0.3)
+        assert np.max(np.abs(drain(bridge)[-1].q - held)) < 0.005
+        proc.send_signal(signal.SIGUSR1)                     # the robot drops the connection
+        deadline = time.monotonic() + 10
+        while bridge.error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(RobotError, match="not ready.*call ~recover"):
+            bridge.move_to(LIMITS.home)

@@ -9,6 +9,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "fci_bridge_node": ["FciBridgeNode"],
     "fci_standin": ["FciStandin"],
     "franka_ros_relay": ["FrankaRosRelay"],
+    "homing": ["HomingSettings", "homing_trajectory"],
     "preflight": ["Check", "run_preflight", "verdict"],
     "realtime_host": ["realtime_kernel"],
     "time_mapping": ["RobotClock"],

@@ -16,6 +16,8 @@ The ``fci_bridge`` node is a thin ROS layer over :class:`FciBridge`:
 - :meth:`FciBridge.command` validates a trajectory against the Panda's position, velocity,
   acceleration and jerk limits and its continuity with the reference it replaces, before it
   reaches the robot; a rejected one leaves the robot holding where it is.
+- :meth:`FciBridge.move_to` brings the arm from where it holds to a pose (the start pose) with a
+  slow, limit-checked move (homing.py) and :meth:`FciBridge.wait_for` waits for a plan's end.
 - A reflex or a lost connection ends the motion: it is reported (:attr:`FciBridge.error`), the
   robot holds (it stops by itself), and nothing moves until :meth:`FciBridge.recover`.
 """
@@ -35,6 +37,7 @@ import numpy as np
 from panda_sim2real import (ConfigError, HermiteSegments, JointLimits, PlannedTrajectory, TrajectoryExecutor,
                             TrajectoryRejected, check_motion_limits)
 from panda_fci.errors import RobotError
+from panda_fci.homing import HomingSettings, homing_trajectory
 from panda_fci.realtime_host import realtime_kernel
 from panda_fci.time_mapping import RobotClock
 
@@ -60,6 +63,7 @@ class BridgeConfig:
     start_tolerance: float           # rad: a trajectory vs the reference it takes over from
     torque_thresholds: np.ndarray    # N m: collision reflex thresholds (libfranka)
     force_thresholds: np.ndarray     # N: Cartesian collision reflex thresholds
+    homing: HomingSettings = HomingSettings()   # the move to the start pose (homing.py)
 
     @classmethod
     def from_dict(cls, raw: Any, dof: int = 7, source: str = "fci_bridge config") -> "BridgeConfig":
@@ -87,7 +91,11 @@ class BridgeConfig:
         unknown = set(raw) - {f for f in cls.__dataclass_fields__}
         if unknown:
             raise ConfigError(f"{source}: unknown keys {sorted(unknown)}")
-        return cls(stiffness=vector("stiffness", dof), damping=vector("damping", dof),
+        try:
+            homing = HomingSettings.from_dict(raw.get("homing"), f"{source}: 'homing'")
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+        return cls(homing=homing, stiffness=vector("stiffness", dof), damping=vector("damping", dof),
                    max_delta_tau=number("max_delta_tau"), feedforward=bool(raw.get("feedforward", True)),
                    start_tolerance=number("start_tolerance"),
                    torque_thresholds=vector("torque_thresholds", dof),
@@ -318,6 +326,36 @@ class FciBridge:
                 kept = self._feedforward.get(id(running)) if running is not None else None
                 self._feedforward = {id(p.plan): p for p in (kept, feedforward) if p is not None}
         return scheduled
+
+    def move_to(self, goal: np.ndarray) -> PlannedTrajectory:
+        """Schedule the slow move of homing.py from the reference held now to ``goal``; returns
+        it in robot time. TrajectoryRejected (the robot holds) while a trajectory runs or when
+        the move would leave the limits' margins; RobotError when the robot is not ready."""
+        with self._lock:
+            if self.error is not None or self._executor is None:
+                raise RobotError(f"the robot is not ready: {self.error or 'not started'}; "
+                                 f"call ~recover")
+            now = self._robot_time
+            running = self._executor.plan_at(now)
+            busy = running is not None and now <= running.start + running.duration
+            held, _ = self._executor.peek(now)
+        if busy:
+            raise TrajectoryRejected("a trajectory is running: move to the start pose after its "
+                                     "end", "busy")
+        return self.command(homing_trajectory(held, goal, self.limits, self.config.homing))
+
+    def wait_for(self, plan: PlannedTrajectory, timeout: float) -> None:
+        """Wait until the robot's clock passes the end of ``plan`` (robot time); RobotError when
+        the robot stops on an error meanwhile or ``timeout`` wall seconds pass first."""
+        deadline = time.monotonic() + timeout
+        end = plan.start + plan.duration
+        while self._robot_time < end:
+            if self.error is not None:
+                raise RobotError(f"the robot stopped during the move: {self.error}; call ~recover")
+            if time.monotonic() > deadline:
+                raise RobotError(f"the robot's clock did not reach the move's end within "
+                                 f"{timeout:.1f} s (robot time {self._robot_time:.3f} of {end:.3f} s)")
+            time.sleep(IDLE_POLL)
 
     def hold(self) -> None:
         """Stop following any trajectory; hold the reference of now."""

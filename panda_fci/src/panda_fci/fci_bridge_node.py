@@ -6,7 +6,9 @@ robot over libfranka as ``/real`` (topics relative to the node's namespace):
   time; ``robot_state`` (panda_sim2real/RobotState) at ``~state_rate``; ``label`` (latched);
 - subscribes ``joint_trajectory_controller/command`` (trajectory_msgs/JointTrajectory), run with
   the simulator's time parametrisation once validated; a rejected one leaves the robot holding;
-- offers ``~recover`` (std_srvs/Trigger) after a reflex or a lost connection.
+- offers ``~recover`` (std_srvs/Trigger) after a reflex or a lost connection, and
+  ``~move_to_start`` (std_srvs/Trigger): the slow, limit-checked move to ``~start_pose``
+  (default: the limits' home pose), answered when the arm is there.
 
 ``~limits``: the joint limits, a mapping the launch file loads (config/panda_limits.yaml).
 """
@@ -42,7 +44,8 @@ GIL_SWITCH_INTERVAL = 0.0002  # s
 LATENCY_WINDOW = 1000
 MAX_RATE = 1000.0              # Hz: the robot sends one state per 1 ms tick
 CONFIG_KEYS = ("stiffness", "damping", "max_delta_tau", "feedforward", "start_tolerance",
-               "torque_thresholds", "force_thresholds")
+               "torque_thresholds", "force_thresholds", "homing")
+MOVE_TIMEOUT_MARGIN = 5.0      # s of wall time beyond a move's duration before ~move_to_start gives up
 
 
 def lock_memory() -> None:
@@ -58,6 +61,22 @@ def rate_param(name: str, default: float) -> float:
     if not 0.0 < rate <= MAX_RATE:
         raise ConfigError(f"{name} = {rate:g} Hz: give a rate in (0, {MAX_RATE:g}]")
     return rate
+
+
+def start_pose_param(limits: JointLimits) -> np.ndarray:
+    """``~start_pose``: the pose ``~move_to_start`` goes to (default: the limits' home pose);
+    ConfigError unless it is one finite number per joint (whether it lies inside the limits'
+    margins is checked by each move, which refuses it with the joint named)."""
+    raw = rospy.get_param("~start_pose", None)
+    if raw is None:
+        return limits.home.copy()
+    try:
+        pose = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError):
+        pose = np.empty(0)
+    if pose.shape != (limits.dof,) or not np.all(np.isfinite(pose)):
+        raise ConfigError(f"~start_pose must be {limits.dof} finite joint positions [rad], got {raw!r}")
+    return pose
 
 
 class FciBridgeNode:
@@ -77,6 +96,7 @@ class FciBridgeNode:
         self.bridge.on_error = lambda message: rospy.logerr(f"{rospy.get_name()}: robot stopped: "
                                                             f"{message}; call ~recover")
         self.names = list(self.limits.joint_names)
+        self.start_pose = start_pose_param(self.limits)
         self.joint_pub = rospy.Publisher(JOINT_STATES, JointState, queue_size=100)
         self.state_pub = rospy.Publisher("robot_state", RobotState, queue_size=10)
         label = rospy.Publisher("label", String, queue_size=1, latch=True)
@@ -93,6 +113,7 @@ class FciBridgeNode:
         rospy.loginfo(f"{rospy.get_name()}: connected to {address}, holding; {kernel} kernel")
         rospy.Subscriber(COMMAND, JointTrajectory, self._on_command, queue_size=5)
         rospy.Service("~recover", Trigger, self._on_recover)
+        rospy.Service("~move_to_start", Trigger, self._on_move_to_start)
         self._diagnostics = GuardDiagnostics(self.guard)
         self._publisher = threading.Thread(target=self._publish_loop, name="fci_publish", daemon=True)
 
@@ -128,6 +149,19 @@ class FciBridgeNode:
             message = self.bridge.recover()
         except PandaError as exc:
             return TriggerResponse(success=False, message=str(exc))
+        rospy.loginfo(f"{rospy.get_name()}: {message}")
+        return TriggerResponse(success=True, message=message)
+
+    def _on_move_to_start(self, _request) -> TriggerResponse:
+        """The slow, limit-checked move to ``~start_pose``; answers when the arm is there (or
+        why it is not: the robot holds where it was)."""
+        try:
+            plan = self.bridge.move_to(self.start_pose)
+            self.bridge.wait_for(plan, timeout=plan.duration + MOVE_TIMEOUT_MARGIN)
+        except (TrajectoryRejected, RobotError) as exc:
+            rospy.logerr(f"{rospy.get_name()}: move_to_start refused: {exc}")
+            return TriggerResponse(success=False, message=str(exc))
+        message = f"at the start pose after a {plan.duration:.1f} s move"
         rospy.loginfo(f"{rospy.get_name()}: {message}")
         return TriggerResponse(success=True, message=message)
 

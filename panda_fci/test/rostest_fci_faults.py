@@ -2,7 +2,8 @@
 """rostest: fci_bridge against fci_standin under bad input and faults. Bad trajectories are
 rejected with a reason on /real/robot_state while the robot holds; the robot dropping the
 connection mid-trajectory is reported and /real/fci_bridge/recover resumes;
-/real/fci_bridge/move_to_start brings the arm back to the start pose; /real/joint_states
+/real/fci_bridge/move_to_start brings the arm back to the start pose; a stalled bridge makes the
+stand-in abort (communication_constraints_violation), reported until ~recover; /real/joint_states
 runs at 1 kHz and never carries a non-finite value."""
 import subprocess
 import sys
@@ -131,6 +132,24 @@ class FciFaults(unittest.TestCase):
         self.assertIn("at the start pose", answer.message)
         self.wait_for(lambda: np.max(np.abs(self.position() - LIMITS.home)) < 0.01, 2,
                       "the start pose")
+
+        # a stalled client: the bridge's process stopped for 0.1 s (every thread, libfranka's
+        # control loop too); the stand-in aborts after 20 cycles without a command, as a robot does
+        subprocess.run(["pkill", "-STOP", "-f", "panda_fci/fci_bridge"], check=True)
+        time.sleep(0.1)
+        subprocess.run(["pkill", "-CONT", "-f", "panda_fci/fci_bridge"], check=True)
+        self.wait_for(lambda: "communication_constraints_violation" in self.robot_states[-1].last_error,
+                      15, "the abort on /real/robot_state")
+        answer = rospy.ServiceProxy("/real/fci_bridge/move_to_start", Trigger)()
+        self.assertFalse(answer.success)
+        self.assertIn("call ~recover", answer.message)
+        answer = rospy.ServiceProxy("/real/fci_bridge/recover", Trigger)()
+        self.assertTrue(answer.success, answer.message)
+        self.wait_for(lambda: self.robot_states[-1].last_error == "", 5, "the cleared error")
+        resumed = self.position()
+        self.command.publish(trajectory(names, [(0.0, resumed), (1.5, away)]))
+        self.wait_for(lambda: np.max(np.abs(self.position() - away)) < 0.01, 15,
+                      "a move after the abort")
 
         everything = np.concatenate([np.concatenate([m.position, m.velocity, m.effort])
                                      for m in self.rec.messages(JOINT_STATES)])

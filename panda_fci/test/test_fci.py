@@ -21,6 +21,7 @@ from panda_fci.errors import RobotError
 from panda_fci.fci_bridge import BRIDGE_CONFIG_FILE, QUEUE_SIZE, BridgeConfig, FciBridge
 from panda_fci.fci_standin import FciStandin, check_loopback, end_effector_load, served_urdf
 from panda_fci.homing import HomingSettings, homing_trajectory
+from panda_fci.reflexes import TICK, ReflexMonitor, error_flags
 from panda_fci.realtime_host import realtime_kernel
 
 LIMITS = JointLimits.from_yaml()
@@ -321,3 +322,85 @@ def test_move_to_brings_the_arm_to_the_start_pose_and_refuses_while_a_move_runs(
             time.sleep(0.05)
         with pytest.raises(RobotError, match="not ready.*call ~recover"):
             bridge.move_to(LIMITS.home)
+
+
+def test_the_reflex_checks_abort_as_the_robot_does():
+    """20 cycles without a command, a torque step above the rate limit, a joint past its limits or
+    too fast, a generator command past the position, velocity, acceleration or jerk limits."""
+    q, dq = LIMITS.home.copy(), np.zeros(7)
+    monitor = ReflexMonitor(LIMITS)
+    monitor.start()
+    tau = np.zeros(7)
+    assert monitor.cycle("torque", True, tau, q, dq) is None
+    assert [monitor.cycle("torque", False, None, q, dq) for _ in range(19)] == [None] * 19
+    assert monitor.cycle("torque", False, None, q, dq) == "communication_constraints_violation"
+    monitor.start()
+    assert monitor.cycle("torque", True, tau, q, dq) is None
+    assert monitor.cycle("torque", True, tau + 0.99, q, dq) is None          # within 1 N m a cycle
+    assert monitor.cycle("torque", False, None, q, dq) is None              # one lost cycle:
+    assert monitor.cycle("torque", True, tau + 2.9, q, dq) is None          # 2 N m allowed
+    assert monitor.cycle("torque", True, tau + 4.0, q, dq) == "controller_torque_discontinuity"
+    monitor.start()
+    past = q.copy()
+    past[3] = LIMITS.position_max[3] + 0.01
+    assert monitor.cycle("torque", True, tau, past, dq) == "joint_position_limits_violation"
+    assert monitor.cycle("torque", True, tau, q, 1.01 * LIMITS.velocity) == "joint_velocity_violation"
+    step = 0.9 * LIMITS.velocity * TICK                         # a position step per cycle
+    for commands, error in (
+            ([past], "joint_motion_generator_position_limits_violation"),
+            ([q, q + 1.1 * LIMITS.velocity * TICK], "joint_motion_generator_velocity_limits_violation"),
+            ([q, q, q + step], "joint_motion_generator_velocity_discontinuity"),
+    ):
+        monitor.start()
+        results = [monitor.cycle("position", True, c, q, dq) for c in commands]
+        assert results[:-1] == [None] * (len(commands) - 1) and results[-1] == error
+    monitor.start()
+    jerk = LIMITS.jerk * TICK ** 2 * 1.5                        # velocity commands: jerk
+    results = [monitor.cycle("velocity", True, v * np.ones(7), q, dq) for v in (0.0, 0.0, jerk)]
+    assert results == [None, None, "joint_motion_generator_acceleration_discontinuity"]
+    assert error_flags(("communication_constraints_violation",))[25]
+    assert sum(error_flags(("joint_velocity_violation",))) == 1
+
+
+def wait_for_error(bridge: FciBridge, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while bridge.error is None and time.monotonic() < deadline:
+        drain(bridge)
+        time.sleep(0.01)
+    assert bridge.error is not None, "the stand-in did not abort"
+    return bridge.error
+
+
+def recover_and_hold(bridge: FciBridge) -> None:
+    """~recover clears the reflex: the robot holds again, states are finite, no error remains."""
+    assert bridge.recover() == "recovered: holding the current position"
+    drain(bridge)
+    samples = wait_robot_time(bridge, bridge._robot_time + 0.3)
+    assert bridge.error is None and samples and all(s.is_finite() for s in samples)
+    assert samples[-1].mode != "Reflex" and samples[-1].errors == ()
+
+
+def test_a_command_over_the_torque_rate_limit_makes_the_standin_abort():
+    """The bridge's own checks let through a trajectory 0.3 rad from the held reference and a
+    torque rate 20x the limit: the impedance controller's torque jumps, the robot aborts."""
+    with standin_process("127.0.0.238"), connected("127.0.0.238", max_delta_tau=20.0,
+                                                   start_tolerance=1.0) as bridge:
+        held = wait_robot_time(bridge, bridge._robot_time + 0.2)[-1].q
+        bridge.command(PlannedTrajectory(np.array([0.0, 2.0]), np.vstack([held + 0.3, held + 0.3]),
+                                         np.zeros((2, 7))))
+        error = wait_for_error(bridge)
+        assert "controller_torque_discontinuity" in error, error
+        time.sleep(0.1)
+        reflex = [s for s in drain(bridge) if s.mode == "Reflex"]
+        assert reflex and "controller_torque_discontinuity" in reflex[-1].errors
+        with pytest.raises(RobotError, match="not ready.*call ~recover"):
+            bridge.move_to(LIMITS.home)
+        recover_and_hold(bridge)
+
+
+def test_the_standin_without_reflexes_never_aborts():
+    """FciStandin(reflexes=False): no reflex checks (franky-sim's own behaviour)."""
+    standin = FciStandin(RobotConfig.from_yaml(REALITY_CONFIG_FILE), LIMITS, "127.0.0.239",
+                         reflexes=False)
+    assert standin.server.monitor is None
+    standin.close()

@@ -10,6 +10,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "fci_standin": ["FciStandin"],
     "franka_ros_relay": ["FrankaRosRelay"],
     "homing": ["HomingSettings", "homing_trajectory"],
+    "reflexes": ["ReflexMonitor"],
     "preflight": ["Check", "run_preflight", "verdict"],
     "realtime_host": ["realtime_kernel"],
     "time_mapping": ["RobotClock"],

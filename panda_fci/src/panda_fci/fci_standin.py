@@ -28,18 +28,21 @@ import time
 import xml.etree.ElementTree as ET
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pinocchio as pin
 from franky_sim.base_simulator import BaseRobot, BaseSimulator, InnerRobotState, RobotParameters
-from franky_sim.franka_robot_protocol import GetRobotModelCommand, RobotCommand
+from franky_sim.franka_robot_protocol import (AutomaticErrorRecoveryCommand, AutomaticErrorRecoveryStatus,
+                                              GetRobotModelCommand, MoveCommand, MoveStatus, RobotCommand,
+                                              RobotMode)
 from franky_sim.franka_robot_server import FrankaRobotServer
-from franky_sim.franka_server import Command, ConnectCommand, ConnectStatus, MessageHeader
+from franky_sim.franka_server import BaseCommand, Command, ConnectCommand, ConnectStatus, MessageHeader
 
 from panda_sim2real import (ConfigError, ExternalCommand, JointLimits, JointReference, JointTorque,
                             RobotConfig, SimulatedRobot, load_urdf, prepare_dynamics_urdf)
 from panda_fci.errors import RobotError
+from panda_fci.reflexes import ReflexMonitor, error_flags
 
 TICK = 0.001                 # s: libfranka's control period
 COMMAND_PORT = 1337          # libfranka's TCP port
@@ -47,6 +50,7 @@ PROTOCOL_VERSION = 10        # robot server protocol of libfranka 0.21 (FR3, sys
 RESYNC_AFTER = 0.05          # s behind the wall clock after which the server stops catching up
 SUCCESS_WINDOW = 100         # ticks: libfranka's control_command_success_rate window
 EXT_FILTER = 0.05            # per tick: first-order filter of the external torque estimate
+RECOVERY_STATES = 2          # clean states sent before the automatic error recovery is answered
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +185,14 @@ class StandinFrankaRobot(BaseRobot):
         raise RobotError("the stand-in Panda has no hand (served without a gripper)")
 
     # -- physics --
+    @property
+    def measured_q(self) -> np.ndarray:
+        return self._measurement.position
+
+    @property
+    def measured_dq(self) -> np.ndarray:
+        return self._measurement.velocity
+
     def _get_state(self) -> InnerRobotState:
         m = self._measurement
         return InnerRobotState(tuple(m.position), tuple(m.velocity), tuple(m.effort))
@@ -237,37 +249,114 @@ class VersionCheckedConnect(ConnectCommand):
             pass
 
 
+class ReflexRejectingMove(MoveCommand):
+    """kMove as a robot in reflex answers it: rejected until the error is recovered."""
+
+    def handle(self, server: "FciServer") -> None:
+        if server.reflex:
+            self.reply(MoveStatus.kCommandNotPossibleRejected)
+            return
+        super().handle(server)
+
+
+class ReflexClearingRecovery(AutomaticErrorRecoveryCommand):
+    """kAutomaticErrorRecovery clears the stand-in's reflex (franky-sim has none to clear) and is
+    answered once the client has been sent states without it, as a robot answers when its
+    recovery is done (a client that reads the state on the answer must not see the error)."""
+
+    def handle(self, server: "FciServer") -> None:
+        if server.reflex:
+            logger.info("automatic error recovery: %s cleared", ", ".join(server.reflex))
+        server.reflex = ()
+        server.answer_after_states(RECOVERY_STATES,
+                                   lambda: self.reply(AutomaticErrorRecoveryStatus.kSuccess))
+
+
 class FciServer(FrankaRobotServer):
-    """franky-sim's robot server with four changes: the robot model is the stand-in's, a client
+    """franky-sim's robot server with five changes: the robot model is the stand-in's, a client
     of another protocol version is refused as a robot refuses it, the control command success
     rate is measured (the share of the last 100 ticks of a motion in which a command arrived;
-    franky-sim reports a constant 1), and the UDP socket binds the server's loopback address
-    (franky-sim binds 0.0.0.0)."""
+    franky-sim reports a constant 1), the UDP socket binds the server's loopback address
+    (franky-sim binds 0.0.0.0), and, with ``reflexes``, a motion is aborted as the robot aborts
+    it (reflexes.py): the Move answered ``kReflexAborted``, the robot in ``kReflex`` with the
+    error flagged in ``errors`` and ``reflex_reason`` and holding, new motions refused, until
+    libfranka's automatic error recovery."""
 
     def __init__(self, robot: StandinFrankaRobot, host: str,
-                 protocol_version: int = PROTOCOL_VERSION) -> None:
+                 protocol_version: int = PROTOCOL_VERSION, reflexes: bool = True) -> None:
         super().__init__(robot, [host])
         commands = self._FrankaServer__command_class_map
         commands[RobotCommand.kGetRobotModel] = PandaModelCommand
         commands[Command.kConnect] = VersionCheckedConnect
+        commands[RobotCommand.kMove] = ReflexRejectingMove
+        commands[RobotCommand.kAutomaticErrorRecovery] = ReflexClearingRecovery
         self._FrankaServer__library_version = protocol_version
         self._arrived: deque[bool] = deque(maxlen=SUCCESS_WINDOW)
         self._window_motion = 0
+        self.monitor = ReflexMonitor(robot.sim_robot.limits) if reflexes else None
+        self.reflex: tuple[str, ...] = ()          # the active errors, libfranka's names
+        self._answers: list[list] = []             # [states still to send, answer]
+
+    def answer_after_states(self, states: int, answer: Callable[[], None]) -> None:
+        """Call ``answer`` once ``states`` more robot states have been sent."""
+        self._answers.append([states, answer])
+
+    def send_state(self) -> None:
+        super().send_state()
+        for pending in self._answers:
+            pending[0] -= 1
+        due = [answer for left, answer in self._answers if left <= 0]
+        self._answers = [p for p in self._answers if p[0] > 0]
+        for answer in due:
+            try:
+                answer()
+            except OSError:                        # the client went meanwhile
+                pass
 
     def _post_process_commands(self) -> None:
         motion = self.current_motion_id
         if motion:
-            if motion != self._window_motion:      # a new motion: a new window
+            new_motion = motion != self._window_motion
+            if new_motion:                         # a new motion: a new window
                 self._arrived.clear()
                 self._window_motion = motion
-            self._arrived.append(self._FrankaRobotServer__has_new_command)
+            arrived = self._FrankaRobotServer__has_new_command
+            self._arrived.append(arrived)
+            if self.monitor is not None:
+                if new_motion:
+                    self.monitor.start()
+                error = self.monitor.cycle(*self._commanded(arrived), self.robot.measured_q,
+                                           self.robot.measured_dq)
+                if error is not None:
+                    self._abort(error)
         super()._post_process_commands()
+
+    def _commanded(self, arrived: bool) -> tuple[str, bool, Optional[np.ndarray]]:
+        """The motion's mode for the reflex checks, and this cycle's command."""
+        mode = self._FrankaRobotServer__control_mode.name
+        command = self._FrankaRobotServer__current_control_command
+        value = {"TORQUE": ("torque", command.tau_J_d), "POSITION": ("position", command.q_c),
+                 "VELOCITY": ("velocity", command.dq_c)}.get(mode, ("other", None))
+        return value[0], arrived, (np.asarray(value[1], dtype=float) if value[1] is not None else None)
+
+    def _abort(self, error: str) -> None:
+        """End the motion as the robot does on a reflex; the arm holds where it is."""
+        motion = self.current_motion_id
+        logger.warning("motion %d aborted by reflex: %s", motion, error)
+        self.reflex = (error,)
+        self.stop_motion(send_preemption_signal=False)
+        BaseCommand.send_response(self._tcp_socket, RobotCommand.kMove, motion, MoveStatus.kReflexAborted)
+        self.reset_current_motion_id()
 
     @property
     def robot_state(self):
         rate = sum(self._arrived) / len(self._arrived) if self._arrived else 1.0
-        return super().robot_state.replace(control_command_success_rate=rate,
-                                           tau_ext_hat_filtered=tuple(self.robot.tau_ext))
+        state = super().robot_state.replace(control_command_success_rate=rate,
+                                            tau_ext_hat_filtered=tuple(self.robot.tau_ext))
+        if not self.reflex:
+            return state
+        flags = error_flags(self.reflex)
+        return state.replace(robot_mode=RobotMode.kReflex, errors=flags, reflex_reason=flags)
 
     def _setup_udp_connection(self, network_udp_port: int) -> None:
         super()._setup_udp_connection(network_udp_port)
@@ -300,7 +389,7 @@ class FciStandin:
     """The stand-in robot behind a libfranka-protocol server on ``host`` (loopback)."""
 
     def __init__(self, config: RobotConfig, limits: JointLimits, host: str = "127.0.0.1",
-                 protocol_version: int = PROTOCOL_VERSION) -> None:
+                 protocol_version: int = PROTOCOL_VERSION, reflexes: bool = True) -> None:
         if abs(config.dt - TICK) > 1e-12:
             raise ConfigError(f"the stand-in served over FCI steps at libfranka's 1 kHz: "
                               f"physics_rate must be 1000, the config has {1.0 / config.dt:g}")
@@ -310,7 +399,7 @@ class FciStandin:
         self.robot = StandinFrankaRobot(SimulatedRobot(config, limits), urdf_text,
                                         end_effector_load(full_text, urdf_text))
         self.simulator = StandinSimulator(self.robot)
-        self.server = FciServer(self.robot, self.host, protocol_version)
+        self.server = FciServer(self.robot, self.host, protocol_version, reflexes)
         self.stats = ServeStats()
         self._drop_requested = False
 

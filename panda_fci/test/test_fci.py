@@ -404,3 +404,38 @@ def test_the_standin_without_reflexes_never_aborts():
                          reflexes=False)
     assert standin.server.monitor is None
     standin.close()
+
+
+class StallingExecutor:
+    """Fault injection: the bridge's trajectory executor, one of whose reference samplings (in the
+    tick callback) takes ``stall`` seconds, as a GIL-holding ROS thread would delay it."""
+
+    def __init__(self, executor, stall: float) -> None:
+        self._executor, self._stall = executor, stall
+
+    def reference(self, t):
+        if self._stall:
+            stall, self._stall = self._stall, 0.0
+            time.sleep(stall)
+        return self._executor.reference(t)
+
+    def __getattr__(self, name):
+        return getattr(self._executor, name)
+
+
+def test_a_stalled_tick_callback_costs_the_robot_no_cycle():
+    """franky runs the 1 kHz control loop in compiled code and calls the Python tick callback
+    apart from it: a 60 ms stall of the callback (the stand-in aborts after 20 cycles without a
+    command) loses no cycle and raises no reflex; only the reference it sets is late meanwhile
+    (issue 39: the reference still comes from Python)."""
+    with standin_process("127.0.0.244"), connected("127.0.0.244") as bridge:
+        wait_robot_time(bridge, bridge._robot_time + 0.2)
+        with bridge._lock:
+            bridge._executor = StallingExecutor(bridge._executor, 0.06)
+        samples = wait_robot_time(bridge, bridge._robot_time + 0.5)
+        assert bridge.error is None
+        walls = np.diff([s.tick_wall for s in samples])
+        assert np.max(walls) > 0.05                               # the callback did stall
+        robot_times = np.array([s.robot_time for s in samples])
+        assert np.max(np.diff(robot_times)) < 0.0015              # and the robot ticked on
+        assert all(s.mode != "Reflex" for s in samples)

@@ -4,7 +4,8 @@ launch/robot_pc.launch with the reality stand-in served over FCI (fci_standin at
 fci_bridge at SCHED_FIFO 80 with its memory locked, the Realeasy residual publisher at SCHED_FIFO
 70 on the simulator's 1 kHz joint states with a model file, and a listener. Prints one table and
 writes --json: /real/joint_states rate and gaps, the bridge's control command success rate, the
-corrected stream's count, the residual publisher's latency (its own /diagnostics). Fails (exit 1)
+corrected stream's count, the residual publisher's latency (its own /diagnostics), and the motions
+the stand-in aborted (its reflexes, panda_fci/reflexes.py: a robot's abort). Fails (exit 1)
 only when a stream did not come out; the figures are reported against their targets, not
 asserted (a shared non-RT VM misses them now and then). Reality stand-in, never a real robot.
 
@@ -41,13 +42,16 @@ def listen(seconds: float) -> dict:
     from panda_sim2real.msg import RobotState
 
     rospy.init_node("robot_pc_smoke")
-    real, corrected, success, diagnostics = [], [], [], {}
+    real, corrected, success, errors, diagnostics = [], [], [], [], {}
     rospy.Subscriber("/real/joint_states", JointState,
                      lambda m: real.append(m.header.stamp.to_sec()), queue_size=5000, tcp_nodelay=True)
     rospy.Subscriber("/sim/joint_states_realistic", JointState,
                      lambda m: corrected.append(m.header.stamp.to_sec()), queue_size=5000)
-    rospy.Subscriber("/real/robot_state", RobotState,
-                     lambda m: success.append(m.control_command_success_rate), queue_size=100)
+    def on_robot_state(msg):
+        success.append(msg.control_command_success_rate)
+        errors.append(msg.last_error)
+
+    rospy.Subscriber("/real/robot_state", RobotState, on_robot_state, queue_size=100)
 
     def on_diagnostics(msg):
         for status in msg.status:
@@ -64,6 +68,8 @@ def listen(seconds: float) -> dict:
     stamps = np.array(real[r0:])
     gaps = np.diff(stamps) if len(stamps) > 1 else np.array([np.inf])
     rates = np.array(success[s0:]) if len(success) > s0 else np.array([0.0])
+    window = errors[max(s0 - 1, 0):]
+    aborts = sum(1 for before, now in zip(window, window[1:]) if now and not before)
     return {"seconds": seconds, "joint_states": int(len(stamps)),
             "joint_states_hz": len(stamps) / seconds,
             "max_stamp_gap_ms": float(gaps.max() * 1e3),
@@ -71,6 +77,7 @@ def listen(seconds: float) -> dict:
             "missing_states": int(np.sum(np.maximum(np.round(gaps / 0.001) - 1, 0)))
             if len(stamps) > 1 else 0,
             "success_rate_mean": float(rates.mean()), "success_rate_min": float(rates.min()),
+            "aborts": int(aborts),
             "corrected": int(len(corrected) - c0),
             "publisher_latency_p99_us": float(diagnostics.get("latency_p99_us", "nan")),
             "publisher_latency_median_us": float(diagnostics.get("latency_median_us", "nan"))}
@@ -114,6 +121,7 @@ TARGETS = (("joint_states_hz", "/real/joint_states [Hz]", "1000"),
            ("stamp_gaps_over_2ms", "robot-stamp gaps > 2 ms", "0"),
            ("max_stamp_gap_ms", "longest robot-stamp gap [ms]", "<= 2"),
            ("success_rate_mean", "control command success rate", ">= 0.999"),
+           ("aborts", "motions the stand-in aborted (reflexes)", "0"),
            ("corrected", "corrected messages (/sim/joint_states_realistic)", "> 0"),
            ("publisher_latency_median_us", "residual publisher median [us]", ""),
            ("publisher_latency_p99_us", "residual publisher p99 [us]", "<= 1000"))
@@ -123,7 +131,7 @@ def table(runs: list[dict]) -> str:
     head = f"{'figure':<50}" + "".join(f"{r['where']:>16}" for r in runs) + f"{'target':>12}"
     lines = [head, "-" * len(head)]
     for key, name, target in TARGETS:
-        lines.append(f"{name:<50}" + "".join(f"{r[key]:>16.4g}" for r in runs) + f"{target:>12}")
+        lines.append(f"{name:<50}" + "".join(f"{r.get(key, float('nan')):>16.4g}" for r in runs) + f"{target:>12}")
     return "\n".join(lines)
 
 

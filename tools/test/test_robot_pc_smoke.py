@@ -8,7 +8,7 @@ import sys
 TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "robot_pc_smoke.py")
 FIGURES = {"joint_states_hz": 999.9, "missing_states": 3, "stamp_gaps_over_2ms": 2, "max_stamp_gap_ms": 3.0,
            "success_rate_mean": 0.995, "corrected": 29990, "publisher_latency_median_us": 103.0,
-           "publisher_latency_p99_us": 314.0, "joint_states": 29997}
+           "publisher_latency_p99_us": 314.0, "joint_states": 29997, "aborts": 0}
 
 
 def test_the_runs_side_by_side_with_targets_and_provenance(tmp_path):
@@ -24,5 +24,6 @@ def test_the_runs_side_by_side_with_targets_and_provenance(tmp_path):
     result = json.loads(out.read_text())
     assert set(result["runs"]) == {"container", "host"} and result["seconds"] == 30
     assert result["runs"]["host"]["success_rate_mean"] == 0.995
-    assert result["targets"]["publisher_latency_p99_us"] == "<= 1000"
+    assert result["targets"]["publisher_latency_p99_us"] == "<= 1000" and result["targets"]["aborts"] == "0"
+    assert "motions the stand-in aborted" in done.stdout
     assert "not a real robot" in result["label"] and result["commit"] and result["command"] == "make docker-test"

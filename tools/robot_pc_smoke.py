@@ -4,8 +4,8 @@ launch/robot_pc.launch with the reality stand-in served over FCI (fci_standin at
 fci_bridge at SCHED_FIFO 80 with its memory locked, the Realeasy residual publisher at SCHED_FIFO
 70 on the simulator's 1 kHz joint states with a model file, and a listener. Prints one table and
 writes --json: /real/joint_states rate and gaps, the bridge's control command success rate, the
-corrected stream's count, the residual publisher's latency (its own /diagnostics), and the motions
-the stand-in aborted (its reflexes, panda_fci/reflexes.py: a robot's abort). Fails (exit 1)
+corrected stream's count, the residual publisher's latency (its own /diagnostics), and the errors
+the bridge reported (a reflex abort of the stand-in, panda_fci/reflexes.py, or a lost connection). Fails (exit 1)
 only when a stream did not come out; the figures are reported against their targets, not
 asserted (a shared non-RT VM misses them now and then). Reality stand-in, never a real robot.
 
@@ -68,7 +68,7 @@ def listen(seconds: float) -> dict:
     stamps = np.array(real[r0:])
     gaps = np.diff(stamps) if len(stamps) > 1 else np.array([np.inf])
     rates = np.array(success[s0:]) if len(success) > s0 else np.array([0.0])
-    window = errors[max(s0 - 1, 0):]
+    window = [""] + errors[s0:]                    # an error already active counts once
     aborts = sum(1 for before, now in zip(window, window[1:]) if now and not before)
     return {"seconds": seconds, "joint_states": int(len(stamps)),
             "joint_states_hz": len(stamps) / seconds,
@@ -121,7 +121,7 @@ TARGETS = (("joint_states_hz", "/real/joint_states [Hz]", "1000"),
            ("stamp_gaps_over_2ms", "robot-stamp gaps > 2 ms", "0"),
            ("max_stamp_gap_ms", "longest robot-stamp gap [ms]", "<= 2"),
            ("success_rate_mean", "control command success rate", ">= 0.999"),
-           ("aborts", "motions the stand-in aborted (reflexes)", "0"),
+           ("aborts", "bridge errors (reflex aborts, lost connections)", "0"),
            ("corrected", "corrected messages (/sim/joint_states_realistic)", "> 0"),
            ("publisher_latency_median_us", "residual publisher median [us]", ""),
            ("publisher_latency_p99_us", "residual publisher p99 [us]", "<= 1000"))

@@ -299,7 +299,7 @@ def test_move_to_brings_the_arm_to_the_start_pose_and_refuses_while_a_move_runs(
     with standin_process("127.0.0.236") as proc, connected("127.0.0.236") as bridge:
         wait_robot_time(bridge, bridge._robot_time + 0.2)
         first = bridge.move_to(away)
-        with pytest.raises(TrajectoryRejected, match="a trajectory is running"):
+        with pytest.raises(TrajectoryRejected, match="a trajectory is running or scheduled"):
             bridge.move_to(LIMITS.home)
         bridge.wait_for(first, timeout=first.duration + 30.0)
         wait_robot_time(bridge, bridge._robot_time + 0.3)
@@ -310,8 +310,14 @@ def test_move_to_brings_the_arm_to_the_start_pose_and_refuses_while_a_move_runs(
         assert np.max(np.abs(samples[-1].q - LIMITS.home)) < 0.01
         outside = LIMITS.home.copy()
         outside[3] = LIMITS.position_max[3] - 0.01
-        with pytest.raises(TrajectoryRejected, match="start pose puts panda_joint4"):
+        with pytest.raises(TrajectoryRejected, match="start pose puts panda_joint4.*choose a ~start_pose"):
             bridge.move_to(outside)
+        later = home.at(time.time() + 5.0)                   # scheduled, not yet started
+        bridge.command(PlannedTrajectory(later.times, np.tile(samples[-1].q, (len(later.times), 1)),
+                                         np.zeros_like(later.velocities), later.start))
+        with pytest.raises(TrajectoryRejected, match="running or scheduled"):
+            bridge.move_to(away)
+        bridge.hold()
         before = drain(bridge)
         held = before[-1].q if before else samples[-1].q
         time.sleep(0.3)
@@ -398,7 +404,7 @@ def test_a_command_over_the_torque_rate_limit_makes_the_standin_abort():
         recover_and_hold(bridge)
 
 
-def test_the_standin_without_reflexes_never_aborts():
+def test_the_standin_can_be_served_without_reflexes():
     """FciStandin(reflexes=False): no reflex checks (franky-sim's own behaviour)."""
     standin = FciStandin(RobotConfig.from_yaml(REALITY_CONFIG_FILE), LIMITS, "127.0.0.239",
                          reflexes=False)

@@ -25,5 +25,5 @@ def test_the_runs_side_by_side_with_targets_and_provenance(tmp_path):
     assert set(result["runs"]) == {"container", "host"} and result["seconds"] == 30
     assert result["runs"]["host"]["success_rate_mean"] == 0.995
     assert result["targets"]["publisher_latency_p99_us"] == "<= 1000" and result["targets"]["aborts"] == "0"
-    assert "motions the stand-in aborted" in done.stdout
+    assert "bridge errors (reflex aborts" in done.stdout
     assert "not a real robot" in result["label"] and result["commit"] and result["command"] == "make docker-test"

@@ -207,6 +207,7 @@ class FciBridge:
         self._feedforward: dict[int, FeedForward] = {}
         self._robot_time = 0.0
         self._last_q: Optional[np.ndarray] = None
+        self.latest_q: Optional[np.ndarray] = None   # the last state's q handed out by next_sample
         self._connection_lost = False
         self._stopping = False
         self._watcher: Optional[threading.Thread] = None
@@ -282,6 +283,9 @@ class FciBridge:
                 self._refresh_state()
             else:
                 self.connect()
+                if self._read_state().robot_mode.name == "Reflex":   # a reflex outlived the connection
+                    self.robot.recover_from_errors()
+                    self._refresh_state()
             self.start()
             return "recovered: holding the current position"
 
@@ -295,16 +299,20 @@ class FciBridge:
         self._stop_watcher()
 
     # -- trajectories ----------------------------------------------------------------------
-    def command(self, trajectory: PlannedTrajectory) -> PlannedTrajectory:
+    def command(self, trajectory: PlannedTrajectory, idle_only: bool = False) -> PlannedTrajectory:
         """Schedule ``trajectory`` (start in host time, None = now). Raises TrajectoryRejected
-        (the robot holds where it is) or RobotError (not running); returns it in robot time.
-        The checks run outside the lock the control tick needs."""
+        (the robot holds where it is; with ``idle_only`` also while a trajectory runs or waits
+        for its start) or RobotError (not running); returns it in robot time. The checks run
+        outside the lock the control tick needs."""
         with self._command_lock:
             with self._lock:
                 if self.error is not None or self._executor is None:
                     raise RobotError(f"the robot is not ready: {self.error or 'not started'}; "
                                      f"call ~recover")
                 now = self._robot_time
+                if idle_only and self._busy(now):
+                    raise TrajectoryRejected("a trajectory is running or scheduled: move to the "
+                                             "start pose after its end", "busy")
                 start = (None if trajectory.start is None
                          else max(self.clock.to_robot(trajectory.start), TICK))
                 plan = self._executor.prepare(trajectory.at(start), now)
@@ -329,20 +337,21 @@ class FciBridge:
 
     def move_to(self, goal: np.ndarray) -> PlannedTrajectory:
         """Schedule the slow move of homing.py from the reference held now to ``goal``; returns
-        it in robot time. TrajectoryRejected (the robot holds) while a trajectory runs or when
-        the move would leave the limits' margins; RobotError when the robot is not ready."""
+        it in robot time. TrajectoryRejected (the robot holds) while a trajectory runs or waits
+        for its start, or when the move would leave the limits' margins; RobotError when the
+        robot is not ready. The idle check is repeated under the command lock (command)."""
         with self._lock:
             if self.error is not None or self._executor is None:
                 raise RobotError(f"the robot is not ready: {self.error or 'not started'}; "
                                  f"call ~recover")
-            now = self._robot_time
-            running = self._executor.plan_at(now)
-            busy = running is not None and now <= running.start + running.duration
-            held, _ = self._executor.peek(now)
-        if busy:
-            raise TrajectoryRejected("a trajectory is running: move to the start pose after its "
-                                     "end", "busy")
-        return self.command(homing_trajectory(held, goal, self.limits, self.config.homing))
+            held, _ = self._executor.peek(self._robot_time)
+        return self.command(homing_trajectory(held, goal, self.limits, self.config.homing),
+                            idle_only=True)
+
+    def _busy(self, now: float) -> bool:
+        """A trajectory runs at ``now`` or is scheduled to start later (call under _lock)."""
+        plan = self._executor.plan_at(math.inf)     # the pending one if any, else the active one
+        return plan is not None and now <= plan.start + plan.duration
 
     def wait_for(self, plan: PlannedTrajectory, timeout: float) -> None:
         """Wait until the robot's clock passes the end of ``plan`` (robot time); RobotError when
@@ -425,6 +434,7 @@ class FciBridge:
             return None
         robot_time = state.time.to_sec()
         mode = state.robot_mode.name
+        self.latest_q = np.asarray(state.q, dtype=float)
         return RobotSample(
             robot_time=robot_time, stamp=self.clock.observe(robot_time, arrival),
             q=np.asarray(state.q, dtype=float),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 import sys
 import threading
@@ -46,6 +47,7 @@ MAX_RATE = 1000.0              # Hz: the robot sends one state per 1 ms tick
 CONFIG_KEYS = ("stiffness", "damping", "max_delta_tau", "feedforward", "start_tolerance",
                "torque_thresholds", "force_thresholds", "homing")
 MOVE_TIMEOUT_MARGIN = 5.0      # s of wall time beyond a move's duration before ~move_to_start gives up
+SETTLE = 0.05                  # s after a move's end before ~move_to_start reads where the arm is
 
 
 def lock_memory() -> None:
@@ -158,10 +160,16 @@ class FciBridgeNode:
         try:
             plan = self.bridge.move_to(self.start_pose)
             self.bridge.wait_for(plan, timeout=plan.duration + MOVE_TIMEOUT_MARGIN)
+            time.sleep(SETTLE)                      # the publisher hands out the last states
+            q = self.bridge.latest_q
+            off = float(np.max(np.abs(q - self.start_pose))) if q is not None else math.inf
+            if not off <= self.bridge.config.start_tolerance:
+                raise RobotError(f"the arm stopped {off:.3f} rad from the start pose (another "
+                                 f"trajectory or an error took over the move)")
         except (TrajectoryRejected, RobotError) as exc:
-            rospy.logerr(f"{rospy.get_name()}: move_to_start refused: {exc}")
+            rospy.logerr(f"{rospy.get_name()}: move_to_start: {exc}")
             return TriggerResponse(success=False, message=str(exc))
-        message = f"at the start pose after a {plan.duration:.1f} s move"
+        message = f"at the start pose (within {off:.3f} rad) after a {plan.duration:.1f} s move"
         rospy.loginfo(f"{rospy.get_name()}: {message}")
         return TriggerResponse(success=True, message=message)
 

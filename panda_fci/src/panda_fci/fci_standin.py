@@ -416,6 +416,8 @@ class FciStandin:
         """One control period: the client's commands, one physics step, the state to the client."""
         if self._drop_requested:
             self._drop_requested = False
+            if self.server.current_motion_id and self.server.monitor is not None:
+                self.server.reflex = ("communication_constraints_violation",)   # as a robot would
             self.server.reset_state()
             self.stats.drops += 1
         self.server.process_commands()

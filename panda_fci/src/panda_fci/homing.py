@@ -71,10 +71,12 @@ def homing_trajectory(start: np.ndarray, goal: np.ndarray, limits: JointLimits,
         inside = limits.within_position(pose, settings.margin)
         if not np.all(inside):
             j = int(np.argmin(inside))
+            remedy = ("move the arm by hand (guiding mode) first" if what == "the current position"
+                      else "choose a ~start_pose inside the limits by the margin")
             raise TrajectoryRejected(
                 f"{what} puts {limits.joint_names[j]} at {pose[j]:.3f} rad, not inside its limits "
                 f"[{limits.position_min[j]:.3f}, {limits.position_max[j]:.3f}] by the margin "
-                f"{settings.margin:g} rad: move it by hand (guiding mode) first", "outside")
+                f"{settings.margin:g} rad: {remedy}", "outside")
     start, goal = (np.asarray(p, dtype=float) for p in (start, goal))
     distance = goal - start
     duration = max(homing_duration(distance, limits, settings.speed), settings.min_duration)

@@ -83,6 +83,40 @@ def test_layout_ignores_extra_joints_by_default_and_maps_both_ways():
     assert layout.message(JointState().header, out).velocity == [3.0, 4.0]
 
 
+def _fill_outcome(layout: JointStateLayout, msg: JointState):
+    out = np.full(3 * layout.dof, -7.0)
+    try:
+        layout.fill(msg.name, msg.position, msg.velocity, msg.effort, out)
+    except Rejected as exc:
+        assert out.tolist() == [-7.0] * out.size          # untouched on a rejection
+        return exc.reason, str(exc)
+    return "ok", out.tolist()
+
+
+@pytest.mark.parametrize("names", [["b", "a"], ["a", "b"], ["c", "b", "a"]])
+def test_fill_checks_a_known_layout_in_one_pass_exactly_as_the_detailed_check(names):
+    """fill's hot path (names seen before) accepts and rejects every hostile variant exactly as
+    the first, detailed pass does, with the same reason and message, and writes the same state."""
+    good = JointState(name=names, position=[0.5, -0.5, 0.1][:len(names)],
+                      velocity=[1.0, -1.0, 0.0][:len(names)], effort=[2.0, -3.0, 9.0][:len(names)])
+    cases = [good] + [case.message for case in hostile_cases(good)]
+    cases += [JointState(name=names, position=[1.0] * len(names), velocity=[2.5] * len(names),
+                         effort=[0.0] * len(names)),                  # velocity bound of b only
+              JointState(name=names, position=["x"] * len(names), velocity=good.velocity,
+                         effort=good.effort)]                          # not numbers
+    hot = JointStateLayout(("a", "b"), SPEC.bounds)
+    assert _fill_outcome(hot, good)[0] == "ok"                         # caches the layout
+    for msg in cases:
+        first = JointStateLayout(("a", "b"), SPEC.bounds)             # nothing cached: detailed
+        try:
+            expected = _fill_outcome(first, msg)
+        except (TypeError, ValueError) as exc:                         # not numbers
+            with pytest.raises(type(exc)):
+                _fill_outcome(hot, msg)
+            continue
+        assert _fill_outcome(hot, msg) == expected, msg
+
+
 def test_pose_scalar_and_finite_checks():
     pose = PoseStamped()
     pose.pose.orientation.w = 1.02
@@ -156,6 +190,10 @@ def test_guard_withholds_non_finite_outputs():
     assert len(publisher.sent) == 1
     assert guard.counts[("/out", "non_finite_output")] == 1
     assert "not published [non_finite_output]" in lines[0]
+    # with the values the message was built from: one vector check, the same verdict and line
+    assert guard.publish(publisher, JointState(position=[1.0]), np.array([1.0]))
+    assert not guard.publish(publisher, JointState(position=[math.inf]), np.array([math.inf]))
+    assert len(publisher.sent) == 2 and guard.counts[("/out", "non_finite_output")] == 2
 
 
 def test_hostile_cases_cover_every_field_and_leave_the_good_message_alone():

@@ -95,13 +95,16 @@ class ResidualPublisherNode:
                 rejected: Optional[InvalidJointState] = exc
             else:
                 rejected = None
-                realistic = self.stream.layout.message(msg.header, self.stream.corrected)
-                residual = self.stream.layout.message(msg.header, self.stream.residual)
+                # the stream reuses its arrays: the output check takes the values each message
+                # was built from
+                corrected, correction = self.stream.corrected.copy(), self.stream.residual.copy()
+                realistic = self.stream.layout.message(msg.header, corrected)
+                residual = self.stream.layout.message(msg.header, correction)
         if rejected is not None:
             self.guard.reject(self._input_topic, rejected)
             return
-        self.guard.publish(self._realistic, realistic)
-        self.guard.publish(self._residual, residual)
+        self.guard.publish(self._realistic, realistic, corrected)
+        self.guard.publish(self._residual, residual, correction)
         self.latency.add(time.perf_counter() - received)
         if not self._rate_checked:
             self._check_rate(stamp)

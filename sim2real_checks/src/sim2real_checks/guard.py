@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 
+import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rospy.exceptions import ROSException
@@ -69,10 +70,13 @@ class Guard:
             self.reject(topic, exc)
             return None
 
-    def publish(self, publisher: Any, msg: Any) -> bool:
+    def publish(self, publisher: Any, msg: Any, values: Optional[np.ndarray] = None) -> bool:
         """Publish ``msg`` unless a float of it is NaN/Inf (then count, log, return False).
-        A publisher closed by the node's shutdown drops the message quietly."""
-        bad = non_finite_fields(msg)
+        ``values``, when given, is an array holding every float of ``msg`` (the state a
+        JointStateLayout.message was built from): the hot path checks it in one vector
+        operation instead of walking the message's fields, which only a failure then does to
+        name them. A publisher closed by the node's shutdown drops the message quietly."""
+        bad = [] if values is not None and np.isfinite(values).all() else non_finite_fields(msg)
         if bad:
             self.reject(publisher.resolved_name,
                         Rejected(OUTPUT_REASON, f"NaN/Inf in {', '.join(bad[:3])}"),

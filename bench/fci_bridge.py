@@ -1,13 +1,20 @@
-"""fci_bridge against fci_standin over the libfranka protocol (issue 15 targets), on this
+"""fci_bridge against fci_standin over the libfranka protocol (issue 39 targets), on this
 machine's ordinary (not PREEMPT_RT) kernel; every figure is measured against the reality
 stand-in served over FCI, never a real robot.
 
-On a private master: ``robot.launch robot:=fci_standin`` (fci_standin + fci_bridge at 1 kHz).
-A listener process subscribes /real/joint_states and /real/robot_state for --seconds while it
-commands generated trajectories (config/trajectories.yaml, seeded) back to back on
+An A/B of the bridge's 1 kHz path in one run: ``control:=callback`` (the tick callback that sets
+each cycle's reference runs in the node's process, beside rospy's threads) and
+``control:=process`` (it runs in a child process that does no ROS work; panda_fci's
+control_process.py). Each run, on a private master: ``launch/robot_pc.launch robot:=fci_standin``
+as on the robot PC (fci_standin at normal priority, fci_bridge at SCHED_FIFO 80 with its memory
+locked, the Realeasy residual publisher at SCHED_FIFO 70 on the simulator's 1 kHz joint states,
+rosbag recording the pair topics at 1 kHz) and ``panda_sim`` publishing at 1 kHz. A listener
+subscribes /real/joint_states and /real/robot_state for --seconds while it commands generated
+trajectories (config/trajectories.yaml, seeded) back to back on
 /real/joint_trajectory_controller/command. Figures:
 
-* control command success rate (libfranka's, from /real/robot_state): minimum and median;
+* control command success rate (libfranka's, from /real/robot_state): mean and worst window;
+  the motions the stand-in aborted (its reflexes) and other bridge errors;
 * /real/joint_states: rate, the longest gap between consecutive robot stamps and between
   arrivals, the count of gaps over 2 ms; the node's own control-tick-to-publish latency
   (median, p99, from /real/robot_state) and robot-stamp-to-arrival at a subscriber;
@@ -17,7 +24,7 @@ commands generated trajectories (config/trajectories.yaml, seeded) back to back 
 Peer: franka_ros's franka_state_controller publishes joint states at 30 Hz by default
 (its documented ``publish_rate``; franka_ros is not installed here, so this is not measured).
 
-Run: python bench/fci_bridge.py --seconds 60 --out bench/results
+Run: python bench/fci_bridge.py --seconds 600 --out bench/results
 """
 from __future__ import annotations
 
@@ -29,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -38,6 +44,8 @@ from sim2real_checks import provenance, write_json
 
 HERE = os.path.abspath(__file__)
 HOST = "127.0.0.71"
+PRIORITIES = ["standin_priority:=40"]
+ROBOT_PC_LAUNCH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "launch", "robot_pc.launch")
 FRANKA_STATE_CONTROLLER_RATE = 30.0     # Hz, franka_ros's documented default
 TRAJECTORY_SEED = 7
 
@@ -134,8 +142,10 @@ def listen(seconds: float, out: str) -> None:
     errors = []
     for start, plan in executed:
         inside = (t >= start) & (t <= start + plan.duration)
-        ref = np.array([plan.sample(x - start)[0] for x in t[inside]])
-        errors.append(q[inside] - ref)
+        if inside.any():                 # none: the robot stopped on an error (bridge_errors)
+            ref = np.array([plan.sample(x - start)[0] for x in t[inside]])
+            errors.append(q[inside] - ref)
+    errors = errors or [np.full((1, q.shape[1] if q.ndim == 2 else 7), np.nan)]
     with open(out, "w") as f:
         json.dump({"stamps": stamps, "arrivals": arrivals, "states": window_states,
                    "duration": duration,
@@ -144,25 +154,34 @@ def listen(seconds: float, out: str) -> None:
                    "plans": [[float(s), i] for i, (s, _) in enumerate(executed)]}, f)
 
 
-def bench_fci_bridge(seconds: float, standin_priority: Optional[int] = None) -> dict:
+def bench_fci_bridge(seconds: float, control: str, model: str) -> dict:
+    """One run of ``launch/robot_pc.launch`` with the bridge's ``control`` (see the docstring)."""
     port = free_port()
     env = dict(os.environ, ROS_MASTER_URI=f"http://127.0.0.1:{port}", ROS_IP="127.0.0.1")
     master = subprocess.Popen(["roscore", "-p", str(port)], env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    robot: Optional[subprocess.Popen] = None
-    raw_path = os.path.join(tempfile.mkdtemp(prefix="fci_bench_"), "raw.json")
+    procs: list[subprocess.Popen] = []
+    folder = tempfile.mkdtemp(prefix="fci_bench_")
+    raw_path = os.path.join(folder, "raw.json")
     try:
         time.sleep(2.0)
-        priority = [] if standin_priority is None else [f"standin_priority:={standin_priority}"]
-        robot = subprocess.Popen(["roslaunch", "panda_fci", "robot.launch", "robot:=fci_standin",
-                                  f"robot_ip:={HOST}", *priority], env=env, start_new_session=True,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(subprocess.Popen(
+            ["roslaunch", ROBOT_PC_LAUNCH, "robot:=fci_standin", f"robot_ip:={HOST}",
+             f"control:={control}", f"model:={model}", f"bag:={os.path.join(folder, 'pairs.bag')}",
+             *PRIORITIES],
+            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(
+            ["roslaunch", "panda_sim2real", "panda_sim.launch", "publish_rate:=1000",
+             "publish_clock:=false"], env=env, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         subprocess.run([sys.executable, HERE, "--listen", "--seconds", str(seconds),
                         "--raw", raw_path], env=env, check=True, timeout=seconds + 240)
     finally:
-        if robot is not None:
-            stop_process(robot)
+        for proc in reversed(procs):
+            stop_process(proc)
         stop_process(master)
+    recorded = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
+                   if f.endswith(".bag"))
     with open(raw_path) as f:
         raw = json.load(f)
     stamps, arrivals = np.array(raw["stamps"]), np.array(raw["arrivals"])
@@ -173,11 +192,20 @@ def bench_fci_bridge(seconds: float, standin_priority: Optional[int] = None) -> 
     rms_fci = np.array(raw["rms_fci"])
     rate = len(stamps) / raw["duration"]
     last = raw["states"][-1]
+    errors = [""] + [s[4] for s in raw["states"]]
+    aborts = sorted({now for before, now in zip(errors, errors[1:]) if now and not before})
     return {
         "label": "fci_bridge vs fci_standin (reality stand-in over FCI; not a real robot)",
-        "seconds": raw["duration"], "realtime_kernel": bool(last[3]),
-        "standin_fifo_priority": standin_priority,
+        "control": control, "seconds": raw["duration"], "realtime_kernel": bool(last[3]),
+        "load": "launch/robot_pc.launch: stand-in at normal priority, bridge SCHED_FIFO 80 with "
+                "memory locked, residual publisher SCHED_FIFO 70 on panda_sim's 1 kHz states, "
+                "rosbag recording the pair topics",
+        "recorded_bytes": int(recorded),
         "cpus": os.cpu_count(), "machine": platform.machine(),
+        "bridge_errors": {"count": sum(1 for b, n in zip(errors, errors[1:]) if n and not b),
+                          "distinct": aborts, "target": 0,
+                          "what": "errors the bridge reported on /real/robot_state (the stand-in's "
+                                  "reflex aborts, a lost connection), each counted once"},
         "control_command_success_rate": {
             "mean": float(success.mean()), "min": float(success.min()),
             "median": float(np.median(success)), "target": 0.999,
@@ -210,24 +238,28 @@ def bench_fci_bridge(seconds: float, standin_priority: Optional[int] = None) -> 
 
 
 def bench_fci_bridges(seconds: float) -> dict:
-    """Both runs of one benchmark: the stand-in at normal priority (it shares the two cores with
-    the bridge, the listener and the master, and is sometimes late, which a robot never is),
-    then at SCHED_FIFO 40 (a robot's controller is a computer of its own)."""
+    """The A/B of one benchmark: the tick callback in the node's process (today's path, the
+    baseline), then in a child process of its own, each under the same load."""
+    from node_latency import untrained_model
+
+    model = untrained_model(os.path.join(tempfile.mkdtemp(prefix="fci_bench_model_"), "untrained.pt"),
+                            label="bench (untrained weights)")
     runs = {}
-    for name, priority in (("standin_normal_priority", None), ("standin_fifo_40", 40)):
-        runs[name] = bench_fci_bridge(seconds, priority)
-        print_table(runs[name])
+    for control in ("callback", "process"):
+        runs[control] = bench_fci_bridge(seconds, control, model)
+        print_table(runs[control])
+    base, new = (runs[c]["tracking_rms_rad"]["fci_bridge_over_fci"] for c in ("callback", "process"))
+    runs["process_over_callback_tracking_rms"] = (np.array(new) / np.array(base)).tolist()
     return runs
 
 
 def print_table(result: dict) -> None:
     js = result["joint_states"]
     cc = result["control_command_success_rate"]
-    where = ("normal priority" if result["standin_fifo_priority"] is None
-             else f"SCHED_FIFO {result['standin_fifo_priority']}")
-    print(f"fci_bridge vs fci_standin ({result['seconds']:.0f} s, real-time kernel: "
-          f"{result['realtime_kernel']}; reality stand-in over FCI at {where})")
-    print(f"  control command success rate  mean {cc['mean']:.5f}  worst 100-tick window {cc['min']:.2f}")
+    print(f"fci_bridge control:={result['control']} vs fci_standin ({result['seconds']:.0f} s, "
+          f"real-time kernel: {result['realtime_kernel']}; reality stand-in over FCI)")
+    print(f"  control command success rate  mean {cc['mean']:.5f}  worst 100-tick window {cc['min']:.2f}"
+          f"; bridge errors {result['bridge_errors']['count']} {result['bridge_errors']['distinct']}")
     print(f"  /real/joint_states  {js['rate_hz']:.1f} Hz ({js['rate_hz'] / 30.0:.0f}x franka_state_"
           f"controller's 30 Hz), max stamp gap {js['max_stamp_gap_ms']:.2f} ms, max arrival gap "
           f"{js['max_arrival_gap_ms']:.2f} ms, arrival gaps > 2 ms: {js['arrival_gaps_over_2ms']}")
@@ -242,7 +274,7 @@ def print_table(result: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seconds", type=float, default=600.0, help="seconds of each run (two runs)")
     parser.add_argument("--out", help="folder for fci_bridge.json")
     parser.add_argument("--listen", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--raw", help=argparse.SUPPRESS)

@@ -217,11 +217,9 @@ def hot_path_costs(model_path: str, states_path: str, repeats: int = 5) -> dict:
     takes it (every field), the output check on the values a message was built from and by walking
     the message's fields, the C++ step, building the two messages."""
     from panda_sim2real import JointLimits
-    from realeasy_ros import load_model
-    from realeasy_ros.networks import REALTIME
-    from realeasy_ros.residual_stream import ResidualStream
+    from realeasy_ros import REALTIME, ResidualStream, load_model
     from sensor_msgs.msg import JointState
-    from sim2real_checks.finite import non_finite_fields
+    from sim2real_checks import non_finite_fields
 
     limits = JointLimits.from_yaml()
     model = load_model(model_path, architecture=REALTIME)

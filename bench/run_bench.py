@@ -7,7 +7,8 @@ the module docstring of its script).
 * realtime_step: one Realeasy realtime step (paper 000 Algorithm 3) per implementation (torch
   eager, TorchScript, NumPy, C++), median and p99 [us], vs the paper's 0.39 ms.
 * node_latency (residual_publisher, 1 kHz in), fci_bridge (against fci_standin over libfranka,
-  normal and SCHED_FIFO 40), diffnea_dynamics (vs Pinocchio and differentiable-robot-model),
+  the A/B of its 1 kHz path: tick callback in the node or in a child process, 10 min each under
+  the robot PC's load), diffnea_dynamics (vs Pinocchio and differentiable-robot-model),
   compliant_actuators (core step, 5-DoF arm vs rigid joints), gazebo_compliant (the arms in
   gzserver 11 unthrottled and the plugin's cost per joint step, vs the embedded simulation),
   gazebo_panda (the Panda's lock-step collection, speed and PID tracking in Gazebo vs PyBullet;
@@ -96,8 +97,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=100)
     parser.add_argument("--latency-seconds", type=float, default=60.0,
                         help="duration of the 1 kHz node latency run")
-    parser.add_argument("--fci-seconds", type=float, default=60.0,
-                        help="seconds of each fci_bridge run (two runs)")
+    parser.add_argument("--fci-seconds", type=float, default=600.0,
+                        help="seconds of each fci_bridge run (two runs: the A/B of its 1 kHz path)")
     parser.add_argument("--trifinger-trials", type=int, default=20, help="level-3/4 trials per pairing")
     parser.add_argument("--mix-trials", type=int, default=15, help="trials per mix-and-match cell")
     parser.add_argument("--skip-trifinger", action="store_true", help="leave out the TriFinger benchmark")

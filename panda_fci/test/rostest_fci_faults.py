@@ -19,7 +19,7 @@ import rosgraph
 import rospy
 import rostest
 from sensor_msgs.msg import JointState
-from sim2real_checks import TopicRecorder, wait_for
+from sim2real_checks import TopicRecorder, descendants, wait_for
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -143,12 +143,14 @@ class FciFaults(unittest.TestCase):
         self.wait_for(lambda: np.max(np.abs(self.position() - LIMITS.home)) < 0.01, 2,
                       "the start pose")
 
-        # a stalled client: the bridge's process stopped for 0.1 s (every thread, libfranka's
-        # control loop too); the stand-in aborts after 20 cycles without a command, as a robot does
-        bridge = node_pid("/real/fci_bridge")
-        os.kill(bridge, signal.SIGSTOP)
+        # a stalled client: the bridge's control process (libfranka's loop runs in the node's
+        # child) stopped for 0.1 s; the stand-in aborts after 20 cycles without a command, as a
+        # robot does
+        children = descendants(node_pid("/real/fci_bridge"))[1:]
+        self.assertEqual(len(children), 1, "fci_bridge runs its 1 kHz path in one child process")
+        os.kill(children[0], signal.SIGSTOP)
         time.sleep(0.1)
-        os.kill(bridge, signal.SIGCONT)
+        os.kill(children[0], signal.SIGCONT)
         self.wait_for(lambda: "communication_constraints_violation" in self.robot_states[-1].last_error,
                       15, "the abort on /real/robot_state")
         answer = rospy.ServiceProxy("/real/fci_bridge/move_to_start", Trigger)()

@@ -14,10 +14,7 @@ robot over libfranka as ``/real`` (topics relative to the node's namespace):
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
-import os
 import sys
 import threading
 import time
@@ -39,23 +36,16 @@ from panda_sim2real import (COMMAND, ConfigError, JOINT_STATES, JointLimits, Joi
 from panda_fci.errors import RobotError
 from panda_fci.fci_bridge import BridgeConfig, FciBridge, RobotSample
 from panda_sim2real.msg import RobotState
-from panda_fci.preflight import MCL_CURRENT, MCL_FUTURE
+from panda_fci.control_process import GIL_SWITCH_INTERVAL, ControlProcess
+from panda_fci.realtime_host import lock_memory
 
-GIL_SWITCH_INTERVAL = 0.0002  # s
+CONTROL_MODES = ("process", "callback")   # ~control: the 1 kHz path in a child process, or in the node
 LATENCY_WINDOW = 1000
 MAX_RATE = 1000.0              # Hz: the robot sends one state per 1 ms tick
 CONFIG_KEYS = ("stiffness", "damping", "max_delta_tau", "feedforward", "start_tolerance",
                "torque_thresholds", "force_thresholds", "homing")
 MOVE_TIMEOUT_MARGIN = 5.0      # s of wall time beyond a move's duration before ~move_to_start gives up
 SETTLE = 0.05                  # s after a move's end before ~move_to_start reads where the arm is
-
-
-def lock_memory() -> None:
-    """mlockall(MCL_CURRENT | MCL_FUTURE): no page fault in the control loop (RobotError if refused)."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
-        raise RobotError(f"~lock_memory: mlockall refused: {os.strerror(ctypes.get_errno())} "
-                         f"(needs CAP_IPC_LOCK and memlock unlimited; see docker/README.md)")
 
 
 def rate_param(name: str, default: float) -> float:
@@ -93,8 +83,16 @@ class FciBridgeNode:
                                         self.limits.dof, "fci_bridge parameters")
         self.publish_period = 1.0 / rate_param("~publish_rate", MAX_RATE)
         self.state_period = 1.0 / rate_param("~state_rate", 100.0)
-        self.bridge = FciBridge(address, self.limits, config,
-                                realtime=str(rospy.get_param("~realtime", "enforce")))
+        realtime = str(rospy.get_param("~realtime", "enforce"))
+        lock = flag_param("~lock_memory", False, ConfigError)
+        control = str(rospy.get_param("~control", "process"))
+        if control not in CONTROL_MODES:
+            raise ConfigError(f"~control must be one of {CONTROL_MODES}, got {control!r}")
+        if lock:
+            lock_memory()
+        self.bridge = (ControlProcess(address, self.limits, config, realtime, lock_memory=lock)
+                       if control == "process" else
+                       FciBridge(address, self.limits, config, realtime=realtime))
         self.bridge.on_error = lambda message: rospy.logerr(f"{rospy.get_name()}: robot stopped: "
                                                             f"{message}; call ~recover")
         self.names = list(self.limits.joint_names)
@@ -107,8 +105,6 @@ class FciBridgeNode:
         self.guard = node_guard()
         self.latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._next_joint = self._next_state = -np.inf
-        if flag_param("~lock_memory", False, ConfigError):
-            lock_memory()
         self.bridge.connect(timeout=number_param("~connect_timeout", 20.0, ConfigError, minimum=0.0))
         self.bridge.start()
         kernel = "a real-time" if self.bridge.realtime_kernel else "NOT a real-time"
@@ -226,7 +222,7 @@ class FciBridgeNode:
 
 def main() -> None:
     """Entry point of ``fci_bridge``: one clear line and exit 1 when it cannot start."""
-    # libfranka's control thread runs the tick callback in Python: hand it the interpreter
+    # with ~control: callback the tick callback runs in this interpreter: hand it the lock
     # within 0.2 ms rather than the default 5 ms while the publisher thread serialises.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     run_node("fci_bridge", FciBridgeNode, FciBridgeNode.spin, FciBridgeNode.close, errors=(PandaError,))

@@ -26,13 +26,12 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
 from panda_fci.errors import RobotError
-from panda_fci.realtime_host import realtime_kernel
+from panda_fci.realtime_host import MCL_CURRENT, MCL_FUTURE, realtime_kernel
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 CONTROL_PRIORITY = 80            # libfranka's control thread runs at the highest; 80 is customary
 SUCCESS_OK, SUCCESS_WARN = 0.999, 0.95
 SETTLE = 0.25                    # s: a new motion's first 100-tick window holds no command yet
-MCL_CURRENT, MCL_FUTURE = 1, 2
 
 
 @dataclass(frozen=True)

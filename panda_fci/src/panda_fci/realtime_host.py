@@ -1,7 +1,14 @@
-"""What the host offers a 1 kHz control loop: a real-time (PREEMPT_RT) kernel or not."""
+"""What the host offers a 1 kHz control loop: a real-time (PREEMPT_RT) kernel or not, and memory
+locked against page faults."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+
+from panda_fci.errors import RobotError
+
+MCL_CURRENT, MCL_FUTURE = 1, 2     # <sys/mman.h>
 
 
 def realtime_kernel(sys_flag: str = "/sys/kernel/realtime", version: str = "") -> bool:
@@ -14,3 +21,11 @@ def realtime_kernel(sys_flag: str = "/sys/kernel/realtime", version: str = "") -
     except OSError:
         pass
     return "PREEMPT_RT" in (version or os.uname().version)
+
+
+def lock_memory() -> None:
+    """mlockall(MCL_CURRENT | MCL_FUTURE): no page fault in the control loop (RobotError if refused)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
+        raise RobotError(f"~lock_memory: mlockall refused: {os.strerror(ctypes.get_errno())} "
+                         f"(needs CAP_IPC_LOCK and memlock unlimited; see docker/README.md)")

@@ -3,6 +3,7 @@ from sim2real_checks import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "model": ["RealeasyModel", "load_model"],
-    "networks": ["ModelSpec", "RealtimeRealeasy", "build_network"],
+    "networks": ["REALTIME", "ModelSpec", "RealtimeRealeasy", "build_network"],
     "realtime": ["RealtimeResidual"],
+    "residual_stream": ["ResidualStream"],
 })

@@ -5,7 +5,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "cli": ["ToolParser", "add_common", "run"],
     "diagnostics": ["GuardDiagnostics", "node_guard"],
     "errors": ["Rejected"],
-    "finite": ["require_finite"],
+    "finite": ["non_finite_fields", "require_finite"],
     "front_door": ["lazy_exports"],
     "fuzz": ["hostile_cases"],
     "guard": ["Guard"],

@@ -6,8 +6,10 @@ An A/B of the bridge's 1 kHz path in one run: ``control:=callback`` (the tick ca
 each cycle's reference runs in the node's process, beside rospy's threads) and
 ``control:=process`` (it runs in a child process that does no ROS work; panda_fci's
 control_process.py). Each run, on a private master: ``launch/robot_pc.launch robot:=fci_standin``
-as on the robot PC (fci_bridge at SCHED_FIFO 80 with its memory locked, the Realeasy residual publisher at SCHED_FIFO 70 on the simulator's 1 kHz joint states,
-rosbag recording the pair topics at 1 kHz) and ``panda_sim`` publishing at 1 kHz, with
+as on the robot PC (fci_bridge's 1 kHz path at SCHED_FIFO 80 with its memory locked: the control
+process alone with ``control:=process``, the whole node with ``callback``; the Realeasy residual
+publisher at SCHED_FIFO 70 on the simulator's 1 kHz joint states; rosbag recording the pair
+topics at 1 kHz) and ``panda_sim`` publishing at 1 kHz, with
 fci_standin at SCHED_FIFO 40: at normal priority the Python stand-in itself fell to 550-590 ticks
 a second under this load on this 2-core machine (its robot clock then runs slow and no client
 figure means anything); a robot's controller is a computer of its own and never late. A listener
@@ -199,8 +201,8 @@ def bench_fci_bridge(seconds: float, control: str, model: str) -> dict:
     return {
         "label": "fci_bridge vs fci_standin (reality stand-in over FCI; not a real robot)",
         "control": control, "seconds": raw["duration"], "realtime_kernel": bool(last[3]),
-        "load": "launch/robot_pc.launch: stand-in at SCHED_FIFO 40, bridge at SCHED_FIFO 80 with "
-                "memory locked, residual publisher at SCHED_FIFO 70 on panda_sim's 1 kHz states, "
+        "load": "launch/robot_pc.launch: stand-in at SCHED_FIFO 40, the bridge's 1 kHz path at "
+                "SCHED_FIFO 80 with memory locked, residual publisher at SCHED_FIFO 70 on panda_sim's 1 kHz states, "
                 "rosbag recording the pair topics, a listener commanding trajectories",
         "recorded_bytes": int(recorded),
         "cpus": os.cpu_count(), "machine": platform.machine(),

@@ -1,8 +1,9 @@
 """The robot PC's real-time parts for --seconds at 1 kHz, as `make docker-test` runs them inside the
 container and on the host in the same run: the preflight, then on a private master
 launch/robot_pc.launch with the reality stand-in served over FCI (fci_standin at SCHED_FIFO 40),
-fci_bridge at SCHED_FIFO 80 with its memory locked, the Realeasy residual publisher at SCHED_FIFO
-70 on the simulator's 1 kHz joint states with a model file, and a listener. Prints one table and
+fci_bridge with its control process at SCHED_FIFO 80 and its memory locked, the Realeasy
+residual publisher at SCHED_FIFO 70 on the simulator's 1 kHz joint states with a model file, and
+a listener. Prints one table and
 writes --json: /real/joint_states rate and gaps, the bridge's control command success rate, the
 corrected stream's count, the residual publisher's latency (its own /diagnostics), and the errors
 the bridge reported (a reflex abort of the stand-in, panda_fci/reflexes.py, or a lost connection). Fails (exit 1)

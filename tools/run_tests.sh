@@ -18,7 +18,7 @@ took() {   # took NAME: one line with the seconds since the last phase ended
 }
 
 # pytest files with a libfranka-protocol stand-in at 1 kHz in a subprocess
-SERIAL_PYTEST=(panda_fci/test/test_fci.py panda_fci/test/test_preflight.py)
+SERIAL_PYTEST=(panda_fci/test/test_fci.py panda_fci/test/test_control_process.py panda_fci/test/test_preflight.py)
 # rostests with a 1 kHz robot, or that compare rates
 SERIAL_ROSTEST=(panda_fci panda_pairs panda_sim2real trifinger_controllers/test/trifinger_nodes.test
                 kernel_manager_ros/test/pipeline.test)

@@ -11,15 +11,13 @@ import subprocess
 import sys
 import time
 import unittest
-import xmlrpc.client
 
 import genpy
 import numpy as np
-import rosgraph
 import rospy
 import rostest
 from sensor_msgs.msg import JointState
-from sim2real_checks import TopicRecorder, descendants, wait_for
+from sim2real_checks import TopicRecorder, descendants, node_pid, wait_for
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -29,12 +27,6 @@ from panda_sim2real.msg import RobotState
 LIMITS = JointLimits.from_yaml()
 HOST = "127.0.0.42"
 JOINT_STATES, ROBOT_STATE = "/real/joint_states", "/real/robot_state"
-
-
-def node_pid(name: str) -> int:
-    """The process id of the running node ``name`` (its own answer over ROS's node API)."""
-    uri = rosgraph.Master(rospy.get_name()).lookupNode(name)
-    return int(xmlrpc.client.ServerProxy(uri).getPid(rospy.get_name())[2])
 
 
 def trajectory(names, points, stamp=0.0):
@@ -146,7 +138,7 @@ class FciFaults(unittest.TestCase):
         # a stalled client: the bridge's control process (libfranka's loop runs in the node's
         # child) stopped for 0.1 s; the stand-in aborts after 20 cycles without a command, as a
         # robot does
-        children = descendants(node_pid("/real/fci_bridge"))[1:]
+        children = descendants(node_pid("/real/fci_bridge", rospy.get_name()))[1:]
         self.assertEqual(len(children), 1, "fci_bridge runs its 1 kHz path in one child process")
         os.kill(children[0], signal.SIGSTOP)
         time.sleep(0.1)

@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from typing import Callable, Optional
 
 import rosgraph
 import rospy
@@ -18,8 +19,12 @@ TOPICS = ["/sim/joint_states", "/real/joint_states", "/sim/joint_trajectory_cont
           "/real/joint_trajectory_controller/command", "/pairs/event", "/real/label"]
 
 
-def record_pairs(count: int, timeout: float = 200.0) -> tuple[str, list[int]]:
-    """(bag path, ids of the pairs that ended). The caller has called rospy.init_node."""
+def record_pairs(count: int, timeout: float = 200.0,
+                 on_start: Optional[Callable[[int], None]] = None,
+                 finished: Optional[Callable[[], bool]] = None) -> tuple[str, list[int]]:
+    """(bag path, ids of the pairs that ended) once ``count`` pairs ended or ``finished()`` is
+    true. ``on_start(trajectory_id)`` is called at each START (in rospy's thread). The caller
+    has called rospy.init_node."""
     ends = []
     lock = threading.Lock()
 
@@ -27,6 +32,8 @@ def record_pairs(count: int, timeout: float = 200.0) -> tuple[str, list[int]]:
         if msg.event == PairEvent.END:
             with lock:
                 ends.append(msg.trajectory_id)
+        elif on_start is not None:
+            on_start(msg.trajectory_id)
 
     bag = os.path.join(tempfile.mkdtemp(prefix="sim2real_rostest_"), "pairs.bag")
     # `rosrun` execs the C++ recorder itself (the `rosbag` wrapper would exit on SIGINT before
@@ -47,7 +54,7 @@ def record_pairs(count: int, timeout: float = 200.0) -> tuple[str, list[int]]:
     rospy.Subscriber("/pairs/event", PairEvent, on_event, queue_size=10)
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and len(ends) < count:
+        while time.monotonic() < deadline and len(ends) < count and not (finished and finished()):
             time.sleep(0.1)
         time.sleep(1.0)
     finally:

@@ -72,7 +72,9 @@ class ControlProcess:
     thread."""
 
     def __init__(self, address: str, limits: JointLimits, config: BridgeConfig,
-                 realtime: str = "enforce", lock_memory: bool = False) -> None:
+                 realtime: str = "enforce", lock_memory: bool = False, priority: int = 0) -> None:
+        """``priority``: SCHED_FIFO priority of the child (1-99; 0: the node's own scheduling),
+        so that only the 1 kHz path runs real-time and the ROS side need not."""
         self.address = address
         self.limits = limits
         self.config = config
@@ -95,7 +97,8 @@ class ControlProcess:
         self._updates = Connection(updates.detach())
         try:
             self._call("init", dict(address=address, limits=limits, config=config,
-                                    realtime=realtime, lock=lock_memory), timeout=START_TIMEOUT)
+                                    realtime=realtime, lock=lock_memory, priority=priority),
+                       timeout=START_TIMEOUT)
         except PandaError:
             self.close()
             raise
@@ -179,8 +182,12 @@ class ControlProcess:
             try:
                 self._calls.send((method, args))
                 if not self._calls.poll(timeout):
-                    raise RobotError(f"the control process did not answer {method} within "
-                                     f"{timeout:.0f} s")
+                    # a late answer would be read as the next call's: end the child instead
+                    self.process.kill()
+                    message = (f"the control process did not answer {method} within "
+                               f"{timeout:.0f} s and was stopped: restart the node")
+                    self._set_error(message)
+                    raise RobotError(message)
                 answer = self._calls.recv()
             except (EOFError, OSError, BrokenPipeError):
                 self._lost_child()
@@ -213,6 +220,18 @@ class ControlProcess:
         return "still running" if code is None else f"exit code {code}"
 
 
+def set_fifo_priority(priority: int) -> None:
+    """This process at SCHED_FIFO ``priority`` (0: leave it); RobotError if refused."""
+    if not 0 <= priority <= 99:
+        raise RobotError(f"~control_priority must be 0-99, got {priority}")
+    if priority:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        except OSError as exc:
+            raise RobotError(f"~control_priority: SCHED_FIFO {priority} refused: {exc.strerror} "
+                             f"(needs root or CAP_SYS_NICE; see docker/README.md)") from None
+
+
 def _answer(bridge: FciBridge, method: str, args: tuple) -> tuple:
     """Run one of the bridge's calls; its result or the panda error it raised, as a message."""
     try:
@@ -241,6 +260,7 @@ class _Child:
             if method != "init":
                 raise RobotError(f"the control process needs 'init' first, got {method!r}")
             settings = dict(args[0])
+            set_fifo_priority(settings.pop("priority"))     # before any thread: they inherit it
             if settings.pop("lock"):
                 lock_memory()
             self.bridge = FciBridge(**settings)

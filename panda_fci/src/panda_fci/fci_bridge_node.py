@@ -28,8 +28,8 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger, TriggerResponse
 from trajectory_msgs.msg import JointTrajectory
 
-from sim2real_checks import (GuardDiagnostics, Rejected, flag_param, mapping_param, node_guard, number_param,
-                             run_node)
+from sim2real_checks import (GuardDiagnostics, Rejected, flag_param, integer_param, mapping_param, node_guard,
+                             number_param, run_node)
 
 from panda_sim2real import (COMMAND, ConfigError, JOINT_STATES, JointLimits, JointMeasurement, PandaError,
                             TrajectoryRejected, joint_state_msg, to_time, trajectory_from_msg)
@@ -90,7 +90,9 @@ class FciBridgeNode:
             raise ConfigError(f"~control must be one of {CONTROL_MODES}, got {control!r}")
         if lock:
             lock_memory()
-        self.bridge = (ControlProcess(address, self.limits, config, realtime, lock_memory=lock)
+        priority = integer_param("~control_priority", 0, ConfigError, minimum=0)
+        self.bridge = (ControlProcess(address, self.limits, config, realtime, lock_memory=lock,
+                                      priority=priority)
                        if control == "process" else
                        FciBridge(address, self.limits, config, realtime=realtime))
         self.bridge.on_error = lambda message: rospy.logerr(f"{rospy.get_name()}: robot stopped: "

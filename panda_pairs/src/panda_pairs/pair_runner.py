@@ -7,7 +7,11 @@ How far a robot has got is its latest *plausible* header stamp (:mod:`panda_pair
 a stamp ahead of the runner's receive clock (ROS time) by more than ``stamp_tolerance``, or
 behind one already taken, is flagged (throttled error, counted) and ignored. The runner's own
 clock (ROS time) bounds the wait for a trajectory's end: a stream that has not reported it
-``stall_timeout`` s later stops the run with :class:`StreamStalled`. With a
+``stall_timeout`` s later stops the run with :class:`StreamStalled`; an error the robot reports
+on ``/real/robot_state`` (fci_bridge) stops it with :class:`RobotStopped`, the pair in progress
+left incomplete. With ``home`` the robot is
+first brought to its start pose (fci_bridge's ``~move_to_start``; :class:`HomingFailed` if it
+cannot be). With a
 :class:`~panda_pairs.recorder_watch.RecorderWatch` the run stops with
 :class:`~panda_pairs.recorder_watch.RecorderLost` when the recorder dies. Counters and state
 go to ``/diagnostics`` once a second.
@@ -16,24 +20,26 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import rospy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from sim2real_checks import JointStateLayout, Rejected, node_guard
 
 from panda_sim2real import (COMMAND, EVENTS, JOINT_STATES, JointLimits, PandaError, REAL_NS, SIM_NS,
                             TrajectoryGenerator, joint_trajectory_msg, topic)
-from panda_sim2real.msg import PairEvent
+from panda_sim2real.msg import PairEvent, RobotState
 from panda_pairs.pairs import pair_event
 from panda_pairs.recorder_watch import RecorderLost, RecorderWatch
 from panda_pairs.stamp_check import AHEAD, BACKWARDS, JUMPS, StampCheck
 
 REPORT_PERIOD = 1.0   # s (wall) between /diagnostics messages
+ROBOT_STATE = topic(REAL_NS, "robot_state")   # fci_bridge's panda_sim2real/RobotState
 
 
 class StreamStalled(PandaError):
@@ -42,12 +48,44 @@ class StreamStalled(PandaError):
     broken. What is recorded ends here."""
 
 
+class RobotStopped(PandaError):
+    """The robot reported an error on ``/real/robot_state`` (a reflex, a lost connection): the
+    pair in progress is left without its END, so that the tools leave it out, and the run stops
+    until a person has looked and called ``~recover``."""
+
+
+class HomingFailed(PandaError):
+    """The robot could not be brought to its start pose before the first pair (``home``): no
+    homing service, or the robot refused the move (a joint near its limit, an active error)."""
+
+
+def move_to_start(service: str, timeout: float = 30.0) -> Callable[[], str]:
+    """The ``home`` of a PairRunner: call ``service`` (std_srvs/Trigger, fci_bridge's
+    ``~move_to_start``, which answers once the arm is there) and return its answer, or raise
+    :class:`HomingFailed` with the reason."""
+    def home() -> str:
+        try:
+            rospy.wait_for_service(service, timeout)
+        except rospy.ROSException:
+            raise HomingFailed(f"no {service} within {timeout:g} s: homing needs the robot over "
+                               f"fci_bridge (robot:=fci or fci_standin)") from None
+        try:
+            answer = rospy.ServiceProxy(service, Trigger)()
+        except rospy.ServiceException as exc:
+            raise HomingFailed(f"{service} failed: {exc}") from None
+        if not answer.success:
+            raise HomingFailed(f"{service} refused: {answer.message}")
+        return answer.message
+    return home
+
+
 class PairRunner:
     def __init__(self, generator: TrajectoryGenerator, limits: JointLimits, kinds: Sequence[str],
                  lead_time: float, settle_time: float = 2.0,
                  extra_streams: Sequence[str] = (), wait_for_recorder: bool = False,
                  recorder: Optional[RecorderWatch] = None,
-                 stamp_tolerance: float = 0.2, stall_timeout: float = 10.0) -> None:
+                 stamp_tolerance: float = 0.2, stall_timeout: float = 10.0,
+                 home: Optional[Callable[[], str]] = None) -> None:
         """``extra_streams``: further JointState topics (e.g. the residual publisher's
         /sim/joint_states_realistic) that must, like both robots, have published past a
         trajectory's end before the next one starts, and be up before the first.
@@ -57,7 +95,10 @@ class PairRunner:
         joint states) and to watch while running. ``stamp_tolerance`` [s]: how far a stamp may
         be ahead of the receive clock. ``stall_timeout`` [s]: how long after a trajectory's end,
         by the runner's own clock (ROS time), every stream must have reported it (else
-        :class:`StreamStalled`)."""
+        :class:`StreamStalled`). ``home``: called once before the first pair to bring the
+        robot to its start pose (:func:`move_to_start`); returns its answer or raises
+        :class:`HomingFailed`."""
+        self.home = home
         self.wait_for_recorder = wait_for_recorder
         self.recorder = recorder
         self.generator = generator
@@ -81,8 +122,11 @@ class PairRunner:
                           for ns in (SIM_NS, REAL_NS)}
         self._events = rospy.Publisher(EVENTS, PairEvent, queue_size=10, latch=True)
         self._diagnostics = rospy.Publisher("/diagnostics", DiagnosticArray, queue_size=5)
+        self._robot_error: Optional[str] = None
         self._subs = [rospy.Subscriber(name, JointState, self._on_state, callback_args=key,
                                        queue_size=20) for key, name in self._streams.items()]
+        self._subs.append(rospy.Subscriber(ROBOT_STATE, RobotState, self._on_robot_state,
+                                           queue_size=10))
 
     def _on_state(self, msg: JointState, key: str) -> None:
         received = rospy.get_time()
@@ -107,6 +151,12 @@ class PairRunner:
                 "stamp", f"stamp {stamp:.3f} s is {how}; not taken as progress "
                          f"({check.jump_count} stamp jumps on this stream so far)"))
 
+    def _on_robot_state(self, msg: RobotState) -> None:
+        """The robot's own error (fci_bridge's ``last_error``; '' while it holds or tracks)."""
+        with self._cond:
+            self._robot_error = msg.last_error or None
+            self._cond.notify_all()
+
     def _wait_until(self, stamp: float, own_clock: bool = True) -> bool:
         """Block until both robots (and the extra streams) have published a plausible state
         stamped at or after ``stamp``; RecorderLost when the watched recorder is gone;
@@ -116,6 +166,10 @@ class PairRunner:
             while not rospy.is_shutdown():
                 if self.recorder is not None and self.recorder.lost is not None:
                     raise RecorderLost(self.recorder.lost)
+                if self._robot_error is not None:
+                    raise RobotStopped(f"the robot stopped: {self._robot_error}; the pair in "
+                                       f"progress stays incomplete (the tools leave it out); "
+                                       f"call /real/fci_bridge/recover before the next run")
                 if all(check.past(stamp) for check in self._checks.values()):
                     return True
                 if own_clock and rospy.get_time() > stamp + self.stall_timeout:
@@ -164,6 +218,8 @@ class PairRunner:
     def _run(self, count: int) -> int:
         if not self._wait_for_recorder() or not self._wait_until(0.0, own_clock=False):
             return 0
+        if self.home is not None:
+            rospy.loginfo("pair_runner: homing the robot: %s", self.home())
         # let the robots settle at rest (and their subscribers connect to the command topics)
         if not self._wait_until(self._latest() + self.settle_time):
             return 0

@@ -12,7 +12,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "joint_state": ["InvalidJointState", "JointBounds", "JointStateLayout", "JointStateSpec", "MALFORMED",
         "MISSING_JOINT", "NON_FINITE", "check_fields", "check_joint_state"],
     "launch_testing": ["launch_params", "param_mapping"],
-    "listening": ["descendants", "listening_sockets"],
+    "listening": ["descendants", "listening_sockets", "node_pid"],
     "node": ["mapping_param", "run_node", "warn_deprecated_path"],
     "node_testing": ["StandInParameters", "StartUp", "check_fails_at_start", "start_node"],
     "outputs": ["atomic_path", "output_folder", "plain", "provenance", "save_figure", "source_commit",

@@ -77,6 +77,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def node_pid(name: str, caller: str = "/sim2real_checks") -> int:
+    """The process id of the running ROS node ``name``: its own answer over the node API (the
+    master gives its address). For tests that stop or signal one node (and its children)."""
+    import xmlrpc.client
+
+    import rosgraph
+    uri = rosgraph.Master(caller).lookupNode(name)
+    return int(xmlrpc.client.ServerProxy(uri).getPid(caller)[2])
+
+
 def _address(hex_address: str) -> tuple[str, int]:
     host, port = hex_address.split(":")
     raw = bytes.fromhex(host)

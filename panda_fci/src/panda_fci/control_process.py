@@ -42,7 +42,7 @@ import numpy as np
 
 from panda_sim2real import ConfigError, JointLimits, PandaError, PlannedTrajectory, TrajectoryRejected
 from panda_fci.errors import RobotError
-from panda_fci.fci_bridge import IDLE_POLL, BridgeConfig, FciBridge, RobotSample
+from panda_fci.fci_bridge import BridgeConfig, FciBridge, RobotSample, wait_for_end
 from panda_fci.realtime_host import lock_memory, realtime_kernel
 
 GIL_SWITCH_INTERVAL = 0.0002   # s: hand the tick callback the interpreter within 0.2 ms
@@ -166,15 +166,7 @@ class ControlProcess:
         """Wait until the states read by :meth:`next_sample` pass the end of ``plan`` (robot
         time); RobotError when the robot stops on an error meanwhile or ``timeout`` wall seconds
         pass first."""
-        deadline = time.monotonic() + timeout
-        end = plan.start + plan.duration
-        while self._robot_time < end:
-            if self.error is not None:
-                raise RobotError(f"the robot stopped during the move: {self.error}; call ~recover")
-            if time.monotonic() > deadline:
-                raise RobotError(f"the robot's clock did not reach the move's end within "
-                                 f"{timeout:.1f} s (robot time {self._robot_time:.3f} of {end:.3f} s)")
-            time.sleep(IDLE_POLL)
+        wait_for_end(plan, timeout, lambda: self._robot_time, lambda: self.error)
 
     # -- plumbing --------------------------------------------------------------------------------
     def _call(self, method: str, *args: Any, timeout: float = START_TIMEOUT) -> Any:

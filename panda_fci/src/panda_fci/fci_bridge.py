@@ -147,6 +147,21 @@ class FeedForward:
         return self.a[k] + (t - times[k]) / (times[k + 1] - times[k]) * self.b[k]
 
 
+def wait_for_end(plan: PlannedTrajectory, timeout: float, robot_time: Callable[[], float],
+                 error: Callable[[], Optional[str]]) -> None:
+    """Wait until ``robot_time()`` passes the end of ``plan`` (robot time); RobotError when
+    ``error()`` reports one meanwhile or ``timeout`` wall seconds pass first."""
+    deadline = time.monotonic() + timeout
+    end = plan.start + plan.duration
+    while robot_time() < end:
+        if error() is not None:
+            raise RobotError(f"the robot stopped during the move: {error()}; call ~recover")
+        if time.monotonic() > deadline:
+            raise RobotError(f"the robot's clock did not reach the move's end within "
+                             f"{timeout:.1f} s (robot time {robot_time():.3f} of {end:.3f} s)")
+        time.sleep(IDLE_POLL)
+
+
 def realtime_config(mode: str, franky_module: Any) -> Any:
     if mode not in REALTIME_MODES:
         raise ConfigError(f"~realtime must be one of {REALTIME_MODES}, got {mode!r}")
@@ -356,15 +371,7 @@ class FciBridge:
     def wait_for(self, plan: PlannedTrajectory, timeout: float) -> None:
         """Wait until the robot's clock passes the end of ``plan`` (robot time); RobotError when
         the robot stops on an error meanwhile or ``timeout`` wall seconds pass first."""
-        deadline = time.monotonic() + timeout
-        end = plan.start + plan.duration
-        while self._robot_time < end:
-            if self.error is not None:
-                raise RobotError(f"the robot stopped during the move: {self.error}; call ~recover")
-            if time.monotonic() > deadline:
-                raise RobotError(f"the robot's clock did not reach the move's end within "
-                                 f"{timeout:.1f} s (robot time {self._robot_time:.3f} of {end:.3f} s)")
-            time.sleep(IDLE_POLL)
+        wait_for_end(plan, timeout, lambda: self._robot_time, lambda: self.error)
 
     def hold(self) -> None:
         """Stop following any trajectory; hold the reference of now."""

@@ -15,7 +15,6 @@ import unittest
 
 import numpy as np
 import rosbag
-import rosgraph
 import rospy
 import rostest
 from sim2real_checks import descendants, node_pid
@@ -50,9 +49,11 @@ def stall_the_bridge_during(trajectory_id: int, after: float = 0.4):
 
 
 def runner_gone() -> bool:
+    """The runner has exited (a node that exits on an error may stay registered with the
+    master: ask the node itself)."""
     try:
-        rosgraph.Master(rospy.get_name()).lookupNode("/pair_runner")
-    except rosgraph.MasterError:
+        node_pid("/pair_runner", rospy.get_name())
+    except Exception:              # unregistered, or its node API no longer answers
         return True
     return False
 

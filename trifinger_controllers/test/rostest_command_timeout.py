@@ -100,14 +100,15 @@ class CommandTimeout(unittest.TestCase):
     def _settled(self, commands):
         """Whether more than ``commands`` torque commands have come, the simulator's last word
         is that it is not holding, its lines are at least a second old and the status
-        (published about once a second) counts a hold for each ``holding the joints`` WARN
-        line."""
+        (published about once a second) counts at least a hold for each ``holding the joints``
+        WARN line (HoldLog writes at most one line a second: holds that flap within it are
+        counted but not each announced)."""
         with self.lock:
             quiet = not self.lines or time.monotonic() - self.lines[-1][0] > 1.2
             announced = sum(level == Log.WARN and "holding the joints" in text
                             for _, level, text in self.lines)
             return (len(self.commands) > commands and self.status.get("holding") == "False"
-                    and self.status.get("holds") == str(announced)
+                    and int(self.status.get("holds", -1)) >= announced
                     and quiet and (not self.lines or self.lines[-1][1] == Log.INFO))
 
     def test_killed_controller_hold_and_takeover(self):
@@ -196,8 +197,8 @@ class CommandTimeout(unittest.TestCase):
             back = [text for t, level, text in self.lines if t > killed and level == Log.INFO]
         self.assertIn("commands are back", back[0])
         # the hold ended and /diagnostics counted it. The respawned controller, starting under
-        # load, may stall once more past the timeout: such a hold is announced by a WARN line
-        # of its own, and the count must match the lines (ours is the first after the kill)
+        # load, may stall once more past the timeout: such holds are counted too, announced by
+        # at most one line a second (CI once counted 3 holds behind one WARN line)
         commands = len(self.commands)
         self.assertTrue(wait_for(lambda: self._settled(commands + 200), 30),
                         f"{self.status}, {self.lines}")
@@ -206,7 +207,7 @@ class CommandTimeout(unittest.TestCase):
             later = sum(level == Log.WARN and "holding the joints" in text and t > killed
                         for t, level, text in self.lines)
         self.assertGreaterEqual(holds, 1, self.status)
-        self.assertEqual(holds, later, self.status)
+        self.assertGreaterEqual(holds, later, self.status)     # each WARN line: one hold or more
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import numpy as np
 from panda_sim2real import ConfigError, JointLimits, PandaError, PlannedTrajectory, TrajectoryRejected
 from panda_fci.errors import RobotError
 from panda_fci.fci_bridge import BridgeConfig, FciBridge, RobotSample, wait_for_end
-from panda_fci.realtime_host import lock_memory, realtime_kernel
+from panda_fci.realtime_host import lock_memory, realtime_kernel, set_fifo_priority
 
 GIL_SWITCH_INTERVAL = 0.0002   # s: hand the tick callback the interpreter within 0.2 ms
 START_TIMEOUT = 30.0           # s for the child to import and answer its first call
@@ -212,18 +212,6 @@ class ControlProcess:
         return "still running" if code is None else f"exit code {code}"
 
 
-def set_fifo_priority(priority: int) -> None:
-    """This process at SCHED_FIFO ``priority`` (0: leave it); RobotError if refused."""
-    if not 0 <= priority <= 99:
-        raise RobotError(f"~control_priority must be 0-99, got {priority}")
-    if priority:
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-        except OSError as exc:
-            raise RobotError(f"~control_priority: SCHED_FIFO {priority} refused: {exc.strerror} "
-                             f"(needs root or CAP_SYS_NICE; see docker/README.md)") from None
-
-
 def _answer(bridge: FciBridge, method: str, args: tuple) -> tuple:
     """Run one of the bridge's calls; its result or the panda error it raised, as a message."""
     try:
@@ -252,7 +240,9 @@ class _Child:
             if method != "init":
                 raise RobotError(f"the control process needs 'init' first, got {method!r}")
             settings = dict(args[0])
-            set_fifo_priority(settings.pop("priority"))     # before any thread: they inherit it
+            priority = settings.pop("priority")
+            if priority:                         # before any thread: they inherit it
+                set_fifo_priority(priority, "~control_priority")
             if settings.pop("lock"):
                 lock_memory()
             self.bridge = FciBridge(**settings)

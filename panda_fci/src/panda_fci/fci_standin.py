@@ -22,7 +22,6 @@ drop_connection` closes the client's connection, as a robot that is switched off
 from __future__ import annotations
 
 import logging
-import os
 import struct
 import time
 import xml.etree.ElementTree as ET
@@ -67,17 +66,6 @@ def check_loopback(host: str) -> str:
 
 FLANGE = "panda_link8"
 LINK_PREFIX = "panda_"   # libfranka finds the flange by its own name, link8 (kLastLinkName)
-
-
-def set_fifo_priority(priority: int) -> None:
-    """Run this process at SCHED_FIFO ``priority``; RobotError (one line) if not permitted."""
-    if not 1 <= priority <= 99:
-        raise ConfigError(f"--fifo-priority {priority}: give 1..99")
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except OSError as exc:
-        raise RobotError(f"cannot serve at SCHED_FIFO priority {priority}: {exc.strerror} "
-                         f"(needs root or CAP_SYS_NICE)") from exc
 
 
 def served_urdf(urdf_text: str, limits: JointLimits) -> str:

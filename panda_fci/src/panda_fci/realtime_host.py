@@ -29,3 +29,15 @@ def lock_memory() -> None:
     if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
         raise RobotError(f"~lock_memory: mlockall refused: {os.strerror(ctypes.get_errno())} "
                          f"(needs CAP_IPC_LOCK and memlock unlimited; see docker/README.md)")
+
+
+def set_fifo_priority(priority: int, what: str = "SCHED_FIFO") -> None:
+    """Run this process (and the threads it starts afterwards) at SCHED_FIFO ``priority``
+    (1-99); RobotError (one line naming ``what``) if out of range or not permitted."""
+    if not 1 <= priority <= 99:
+        raise RobotError(f"{what} {priority}: give 1..99")
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except OSError as exc:
+        raise RobotError(f"{what}: SCHED_FIFO {priority} refused: {exc.strerror} (needs root or "
+                         f"CAP_SYS_NICE; see docker/README.md)") from None

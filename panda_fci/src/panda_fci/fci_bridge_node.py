@@ -88,7 +88,7 @@ class FciBridgeNode:
         control = str(rospy.get_param("~control", "process"))
         if control not in CONTROL_MODES:
             raise ConfigError(f"~control must be one of {CONTROL_MODES}, got {control!r}")
-        if lock:
+        if lock and control == "callback":   # the control process locks its own memory
             lock_memory()
         priority = integer_param("~control_priority", 0, ConfigError, minimum=0)
         self.bridge = (ControlProcess(address, self.limits, config, realtime, lock_memory=lock,

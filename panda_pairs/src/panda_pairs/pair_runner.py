@@ -9,9 +9,8 @@ behind one already taken, is flagged (throttled error, counted) and ignored. The
 clock (ROS time) bounds the wait for a trajectory's end: a stream that has not reported it
 ``stall_timeout`` s later stops the run with :class:`StreamStalled`; an error the robot reports
 on ``/real/robot_state`` (fci_bridge) stops it with :class:`RobotStopped`, the pair in progress
-left incomplete. With ``home`` the robot is
-first brought to its start pose (fci_bridge's ``~move_to_start``; :class:`HomingFailed` if it
-cannot be). With a
+left incomplete. With ``home`` the robot is first brought to its start pose (fci_bridge's
+``~move_to_start``; :class:`HomingFailed` if it cannot be). With a
 :class:`~panda_pairs.recorder_watch.RecorderWatch` the run stops with
 :class:`~panda_pairs.recorder_watch.RecorderLost` when the recorder dies. Counters and state
 go to ``/diagnostics`` once a second.
